@@ -1,0 +1,72 @@
+"""``OpSpec`` (what an op declares) and ``Call`` (one validated call of it)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .amp import Category
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """Everything the engine needs to know about an op; each ``polyeng/ops`` module declares one.
+
+    ``validate(**kwargs)`` returns the validated keyword arguments (same names as the public
+    function) or raises ValueError/TypeError naming the argument. ``output_dtype(args)`` is
+    the storage dtype of the result. ``exact`` ops only move or compare data, so they run
+    in their storage dtype and are never converted. ``recommend(call)`` names the engine to
+    prefer for these arguments; ``preference`` is the documented order tried after it.
+    """
+    name: str
+    function: Callable
+    validate: Callable[..., dict]
+    category: Category
+    output_dtype: Callable[[dict], np.dtype]
+    exact: bool = False
+    preference: tuple = ("basic",)
+    recommend: Optional[Callable[["Call"], Optional[str]]] = None
+    doc: str = ""
+
+
+class Call:
+    """One op call after validation: what ``accepts(call)`` and the selector look at."""
+
+    __slots__ = ("op", "args", "spec", "storage_dtype", "compute_dtype", "fp_math_mode")
+
+    def __init__(self, spec: OpSpec, args: dict):
+        self.spec = spec
+        self.op = spec.name
+        self.args = args
+        self.storage_dtype = None
+        self.compute_dtype = None
+        self.fp_math_mode = None
+
+    def tensors(self) -> dict:
+        """name -> tensor for every array argument (lists and tuples flattened as name[i])."""
+        found = {}
+
+        def walk(name, value):
+            if isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    walk(f"{name}[{i}]", item)
+            elif hasattr(value, "shape") and hasattr(value, "dtype"):
+                found[name] = value
+        for name, value in self.args.items():
+            walk(name, value)
+        return found
+
+    def __repr__(self) -> str:
+        return f"Call({self.op}, {', '.join(self.tensors())})"
+
+
+def map_arrays(value, fn):
+    """Apply ``fn`` to every numpy array inside nested lists/tuples, keeping the structure."""
+    if isinstance(value, np.ndarray):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(map_arrays(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_arrays(v, fn) for v in value]
+    return value

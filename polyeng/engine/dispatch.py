@@ -1,0 +1,139 @@
+"""The data path of every op call, top to bottom:
+
+validate arguments -> decide (selector) -> convert under fp math -> run kernel
+(falling back on run-time failure) -> record (verbose).
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from . import dtypes as dt
+from . import fpmath, verbose
+from .call import Call, OpSpec, map_arrays
+from .errors import EngineError, FallbackWarning
+from .plugins import registry
+from .selector import ACCEPTED, Decision, choose_engine
+from .settings import current_scope
+
+_warned: set = set()
+_warned_lock = threading.Lock()
+
+
+def prepare(spec: OpSpec, kwargs: dict) -> Call:
+    """Validate the arguments and settle the call's storage and compute dtypes."""
+    call = Call(spec, spec.validate(**kwargs))
+    mode = fpmath.get_fp_math_mode()
+    storage = np.dtype(spec.output_dtype(call.args))
+    call.storage_dtype = storage
+    call.fp_math_mode = mode
+    call.compute_dtype = storage if spec.exact else fpmath.compute_dtype(spec.category, storage, mode)
+    return call
+
+
+def decide(call: Call) -> Decision:
+    decision = choose_engine(call, registry(), current_scope())
+    decision.fp_math_mode = call.fp_math_mode.value
+    decision.compute_dtype = dt.short_name(call.compute_dtype)
+    return decision
+
+
+def run(spec: OpSpec, **kwargs):
+    """Run one op call; what every public op function calls."""
+    call = prepare(spec, kwargs)
+    decision = decide(call)
+    level = verbose.level()
+    if level >= 2:
+        for c in decision.candidates:
+            if c.verdict not in ("chosen", ACCEPTED):
+                verbose.dispatch_line(call.op, c.engine, c.verdict, c.reason)
+    reg = registry()
+    failures = []
+    for engine in decision.plan:
+        kernel = reg.kernel(call.op, engine)
+        args, moved = _to_engine(call, engine, reg)
+        start = time.perf_counter()
+        try:
+            result = kernel.fn(**args)
+        except Exception as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            if not decision.fallback:
+                raise EngineError(engine, call.op, f"kernel failed: {reason}") from exc
+            failures.append((engine, reason, exc))
+            _warn_fallback(call.op, engine, reason)
+            continue
+        result = _to_storage(result, call)
+        if level >= 1:
+            ms = (time.perf_counter() - start) * 1e3
+            step = decision.step if engine == decision.engine else "fallback"
+            note = f"transferred {','.join(moved)} to host" if moved else ""
+            verbose.exec_line(call.op, engine, step, call.fp_math_mode.value, call.compute_dtype,
+                              call.tensors(), ms, note)
+        return result
+    engine, reason, exc = failures[-1]
+    raise EngineError(engine, call.op, f"every candidate failed; last: {reason}") from exc
+
+
+def _to_engine(call: Call, engine: str, reg) -> tuple[dict, list]:
+    """The kernel's arguments: device tensors of other engines brought to the host, then
+    float arrays converted to the compute dtype (unless the op is exact)."""
+    moved = []
+
+    def to_host(value, name):
+        owner = reg.owner_of(value)
+        if owner is None or owner.name == engine:
+            return value
+        moved.append(name)
+        return owner.to_host(value) if owner.to_host else np.asarray(value)
+
+    args = {name: _walk(value, lambda v, n=name: to_host(v, n)) for name, value in call.args.items()}
+    if not call.spec.exact:
+        target = call.compute_dtype
+        convert = (lambda a: a.astype(target) if a.dtype != target and a.dtype in dt.FLOAT_DTYPES else a)
+        args = {name: map_arrays(value, convert) for name, value in args.items()}
+    return args, moved
+
+
+def _walk(value, fn):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_walk(v, fn) for v in value)
+    if hasattr(value, "shape") and not isinstance(value, np.ndarray):
+        return fn(value)
+    return value
+
+
+def _to_storage(result, call: Call):
+    """Write results back in the caller's storage dtype (down-conversion stays hidden)."""
+    storage, compute = call.storage_dtype, call.compute_dtype
+    if storage == compute:
+        return result
+    return map_arrays(result, lambda a: a.astype(storage) if a.dtype == compute else a)
+
+
+def _warn_fallback(op: str, engine: str, reason: str) -> None:
+    key = (op, engine, reason)
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(FallbackWarning(f"{op}: engine {engine!r} failed at run time ({reason}); "
+                                  f"running the next candidate"), stacklevel=4)
+
+
+def explain(op, *args, **kwargs) -> Decision:
+    """The decision for ``op(*args, **kwargs)`` without running it. ``op`` is a name or the op function."""
+    from ..ops import OPS
+    name = op if isinstance(op, str) else getattr(op, "__name__", op)
+    spec = OPS.get(name)
+    if spec is None:
+        raise ValueError(f"op={op!r} is not a polyeng op; expected one of {', '.join(sorted(OPS))}")
+    try:
+        bound = inspect.signature(spec.function).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"explain({name}): {exc}") from None
+    bound.apply_defaults()
+    return decide(prepare(spec, dict(bound.arguments)))

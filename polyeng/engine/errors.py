@@ -1,0 +1,13 @@
+"""The exceptions and warnings polyeng raises about engines."""
+
+
+class EngineError(RuntimeError):
+    """An engine the user insisted on (``fallback=False``) cannot run a call, or no engine can."""
+
+    def __init__(self, engine: str, op: str, reason: str):
+        self.engine, self.op, self.reason = engine, op, reason
+        super().__init__(f"engine {engine!r} cannot run {op}: {reason}")
+
+
+class FallbackWarning(RuntimeWarning):
+    """A kernel failed at run time and the next candidate engine ran the call instead."""

@@ -1,0 +1,23 @@
+"""Hook specifications for polyeng plugins (pluggy project name ``polyeng``).
+
+Built-in engines register through these hooks exactly like third-party ones.
+"""
+import pluggy
+
+hookspec = pluggy.HookspecMarker("polyeng")
+hookimpl = pluggy.HookimplMarker("polyeng")
+
+
+@hookspec
+def polyeng_register(registry):
+    """Add engines and kernels to ``registry``.
+
+    Call ``registry.add_engine(name, available=True, reason="", native_type=None)`` once
+    per engine the plugin provides (``available`` may be a callable returning
+    ``(bool, reason)``, evaluated lazily on first use), then
+    ``registry.add_kernel(op, engine, fn, accepts=None)`` per kernel. ``fn`` receives the
+    public op's keyword arguments after validation and returns what the op returns;
+    ``accepts(call)`` returns None to accept a call or a reason string to reject it
+    (``call.op``, ``call.args``). An exception here leaves the plugin's engines
+    unavailable with the exception as the reason.
+    """

@@ -1,0 +1,131 @@
+"""Finding engines: the plugin manager, entry points, and the registry built from them.
+
+pluggy only *finds* engines; choosing a kernel is the selector's job.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from importlib import metadata
+
+import pluggy
+
+from . import hookspecs
+from .registry import Registry
+
+ENTRY_POINT_GROUP = "polyeng.backends"
+BUILTIN_BACKENDS = ("polyeng.backends.basic", "polyeng.backends.numba", "polyeng.backends.opencl")
+
+_lock = threading.RLock()
+_manager: pluggy.PluginManager | None = None
+_registry: Registry | None = None
+_load_failures: dict[str, str] = {}   # entry-point name -> reason
+
+
+def _known_ops():
+    from ..ops import OPS
+    return set(OPS)
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    global _manager
+    with _lock:
+        if _manager is None:
+            pm = pluggy.PluginManager("polyeng")
+            pm.add_hookspecs(hookspecs)
+            import importlib
+            for module_name in BUILTIN_BACKENDS:
+                pm.register(importlib.import_module(module_name), name=module_name)
+            if os.environ.get("POLYENG_DISABLE_PLUGIN_AUTOLOAD", "").strip() not in ("1", "true", "yes", "on"):
+                _load_entry_points(pm)
+            _manager = pm
+        return _manager
+
+
+def _load_entry_points(pm: pluggy.PluginManager) -> None:
+    try:
+        entry_points = metadata.entry_points(group=ENTRY_POINT_GROUP)
+    except Exception as exc:  # a broken metadata install must not break import polyeng
+        _load_failures["<entry points>"] = f"could not read entry points: {exc}"
+        return
+    for ep in entry_points:
+        if pm.has_plugin(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+            if isinstance(plugin, type):
+                plugin = plugin()
+            pm.register(plugin, name=ep.name)
+        except Exception as exc:
+            _load_failures[ep.name] = f"plugin {ep.value!r} failed to load: {type(exc).__name__}: {exc}"
+
+
+def registry() -> Registry:
+    """The current registry, built on first use."""
+    reg = _registry
+    if reg is None:
+        with _lock:
+            if _registry is None:
+                _rebuild()
+            reg = _registry
+    return reg
+
+
+def _rebuild() -> None:
+    global _registry
+    pm = plugin_manager()
+    reg = Registry(_known_ops())
+    for name, reason in _load_failures.items():
+        if name not in reg.engines:
+            reg.add_engine(name, available=False, reason=reason).plugin = name
+    for impl in pm.hook.polyeng_register.get_hookimpls():  # registration order
+        plugin_name = impl.plugin_name
+        before = set(reg.engines)
+        reg._plugin = plugin_name
+        try:
+            impl.function(registry=reg)
+        except Exception as exc:
+            reason = f"plugin {plugin_name!r} failed to register: {type(exc).__name__}: {exc}"
+            added = [n for n in reg.engines if n not in before]
+            for name in added:
+                reg.engines[name].mark_failed(reason)
+            if not added and plugin_name not in reg.engines:
+                reg.add_engine(plugin_name, available=False, reason=reason)
+        finally:
+            reg._plugin = ""
+    _registry = reg
+
+
+def register_backend(plugin, name: str | None = None) -> None:
+    """Register an object carrying ``polyeng_register`` hook implementations."""
+    with _lock:
+        plugin_manager().register(plugin, name=name)
+        _rebuild()
+    _notify_changed()
+
+
+def unregister_backend(plugin) -> None:
+    """Remove a plugin registered with ``register_backend`` and its engines."""
+    with _lock:
+        pm = plugin_manager()
+        if pm.is_registered(plugin):
+            pm.unregister(plugin)
+        elif isinstance(plugin, str) and pm.has_plugin(plugin):
+            pm.unregister(name=plugin)
+        else:
+            raise ValueError(f"unregister_backend: {plugin!r} is not registered")
+        _rebuild()
+    _notify_changed()
+
+
+_listeners = []
+
+
+def on_registry_change(callback) -> None:
+    """Call ``callback()`` whenever the registry is rebuilt (caches subscribe here)."""
+    _listeners.append(callback)
+
+
+def _notify_changed() -> None:
+    for callback in _listeners:
+        callback()

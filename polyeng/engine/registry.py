@@ -1,0 +1,134 @@
+"""The registry: which engines exist, whether they can run, and which kernels they provide.
+
+Plugins fill it through the ``polyeng_register`` hook (see ``hookspecs``); the selector
+only reads it. It is rebuilt whenever a backend is registered or unregistered.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from .names import Engine, engine_name
+
+RESERVED = {Engine.RECOMMEND.value}
+
+
+@dataclass
+class EngineRecord:
+    name: str
+    available_spec: Any = True          # bool, or a callable returning (bool, reason)
+    reason_spec: str = ""
+    native_type: Optional[type] = None
+    to_host: Optional[Callable] = None   # device tensor -> numpy array
+    plugin: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _resolved: Optional[tuple] = None
+
+    def status(self) -> tuple[bool, str]:
+        """(available, reason), evaluating a lazy availability check once."""
+        if self._resolved is None:
+            with self._lock:
+                if self._resolved is None:
+                    self._resolved = self._evaluate()
+        return self._resolved
+
+    def _evaluate(self) -> tuple[bool, str]:
+        spec = self.available_spec
+        if callable(spec):
+            try:
+                result = spec()
+            except Exception as exc:  # an availability probe must never break polyeng
+                return False, f"availability check raised {type(exc).__name__}: {exc}"
+            if isinstance(result, tuple):
+                ok, reason = bool(result[0]), str(result[1] or "")
+            else:
+                ok, reason = bool(result), ""
+        else:
+            ok, reason = bool(spec), self.reason_spec
+        if not ok and not reason:
+            reason = "reported unavailable by its plugin"
+        return ok, ("" if ok else reason)
+
+    def mark_failed(self, reason: str) -> None:
+        self._resolved = (False, reason)
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    op: str
+    engine: str
+    fn: Callable
+    accepts: Optional[Callable] = None   # call -> None (accept) or a reason string
+
+    def rejection(self, call) -> Optional[str]:
+        if self.accepts is None:
+            return None
+        try:
+            reason = self.accepts(call)
+        except Exception as exc:
+            return f"accepts() raised {type(exc).__name__}: {exc}"
+        return str(reason) if reason else None
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What ``polyeng.engines()`` reports for one engine."""
+    name: str
+    available: bool
+    reason: str
+    ops: tuple
+
+
+class Registry:
+    """Engines in registration order and their kernels, keyed by (op, engine)."""
+
+    def __init__(self, known_ops=None):
+        self.engines: dict[str, EngineRecord] = {}
+        self.kernels: dict[tuple[str, str], KernelRecord] = {}
+        self._known_ops = known_ops
+        self._plugin = ""
+
+    # -- the API plugins call -------------------------------------------------
+    def add_engine(self, name, available=True, reason="", native_type=None, to_host=None):
+        name = engine_name(name)
+        if name in RESERVED:
+            raise ValueError(f"engine name {name!r} is reserved")
+        if name in self.engines:
+            raise ValueError(f"engine {name!r} is already registered (by {self.engines[name].plugin or 'a plugin'})")
+        self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, self._plugin)
+        return self.engines[name]
+
+    def add_kernel(self, op, engine, fn, accepts=None):
+        engine = engine_name(engine)
+        if engine not in self.engines:
+            raise ValueError(f"add_kernel({op!r}, {engine!r}): engine {engine!r} is not registered; call add_engine first")
+        if self._known_ops is not None and op not in self._known_ops:
+            raise ValueError(f"add_kernel: unknown op {op!r}; expected one of {', '.join(sorted(self._known_ops))}")
+        if not callable(fn):
+            raise TypeError(f"add_kernel({op!r}, {engine!r}): fn must be callable, got {fn!r}")
+        self.kernels[(op, engine)] = KernelRecord(op, engine, fn, accepts)
+
+    # -- queries ----------------------------------------------------------------
+    def kernel(self, op: str, engine: str) -> Optional[KernelRecord]:
+        return self.kernels.get((op, engine))
+
+    def ops_of(self, engine: str) -> tuple:
+        return tuple(sorted(op for (op, eng) in self.kernels if eng == engine))
+
+    def owner_of(self, value) -> Optional[EngineRecord]:
+        """The engine whose native device tensor type ``value`` is, if any."""
+        for record in self.engines.values():
+            if record.native_type is not None and isinstance(value, record.native_type):
+                return record
+        return None
+
+    def native_types(self) -> tuple:
+        return tuple(r.native_type for r in self.engines.values() if r.native_type is not None)
+
+    def info(self) -> list[EngineInfo]:
+        out = []
+        for record in self.engines.values():
+            ok, reason = record.status()
+            out.append(EngineInfo(record.name, ok, reason, self.ops_of(record.name)))
+        return out

@@ -1,0 +1,54 @@
+"""concat: join arrays along an existing axis (torch.cat)."""
+from ..engine.amp import Category
+from ..engine.call import OpSpec
+from ..engine.dispatch import run
+from ..engine import dtypes as dt
+from . import _checks as check
+
+
+def concat(tensors, axis=0):
+    """Join ``tensors`` (a non-empty sequence of arrays of equal rank) along ``axis``.
+
+    Sizes must match on every other axis; dtypes promote as in numpy (bf16 + f16 -> f32).
+    """
+    return run(SPEC, tensors=tensors, axis=axis)
+
+
+def _validate(tensors, axis):
+    if isinstance(tensors, (str, bytes)) or not hasattr(tensors, "__len__") or hasattr(tensors, "shape"):
+        raise TypeError(f"tensors={type(tensors).__name__}: expected a list or tuple of arrays")
+    if len(tensors) == 0:
+        raise ValueError("tensors=[]: expected at least one array to concatenate")
+    arrays = [check.tensor(t, f"tensors[{i}]") for i, t in enumerate(tensors)]
+    ndim = len(arrays[0].shape)
+    if ndim == 0:
+        raise ValueError("tensors[0] is 0-D; concat expects arrays with at least one dimension")
+    for i, a in enumerate(arrays):
+        if len(a.shape) != ndim:
+            raise ValueError(f"tensors[{i}] has shape {check.shape_str(a.shape)} ({len(a.shape)}-D) but "
+                             f"tensors[0] is {ndim}-D; every array must have the same rank")
+    ax = check.axis(axis, ndim)
+    first = arrays[0].shape
+    for i, a in enumerate(arrays[1:], start=1):
+        for d in range(ndim):
+            if d != ax and a.shape[d] != first[d]:
+                raise ValueError(f"tensors[{i}] has shape {check.shape_str(a.shape)} but tensors[0] has "
+                                 f"{check.shape_str(first)}; sizes must match except along axis={ax} "
+                                 f"(they differ on axis {d})")
+    return {"tensors": arrays, "axis": ax}
+
+
+def output_shape(args) -> tuple:
+    shapes = [a.shape for a in args["tensors"]]
+    ax = args["axis"]
+    return tuple(shapes[0][:ax]) + (sum(s[ax] for s in shapes),) + tuple(shapes[0][ax + 1:])
+
+
+SPEC = OpSpec(
+    name="concat",
+    function=concat,
+    validate=_validate,
+    category=Category.FOLLOW,
+    output_dtype=lambda args: dt.result_type(*[a.dtype for a in args["tensors"]]),
+    exact=True,
+)

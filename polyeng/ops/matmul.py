@@ -1,0 +1,75 @@
+"""matmul (numpy rules) and linear (``x @ weight.T + bias``)."""
+import numpy as np
+
+from ..engine.amp import Category
+from ..engine.call import OpSpec
+from ..engine.dispatch import run
+from ..engine import dtypes as dt
+from . import _checks as check
+
+
+def matmul(a, b):
+    """Matrix product with numpy's rules: 1-D operands are promoted and squeezed, leading
+    (batch) dimensions broadcast; dtypes promote as in numpy."""
+    return run(MATMUL, a=a, b=b)
+
+
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias`` with ``weight`` of shape (out_features, in_features)."""
+    return run(LINEAR, x=x, weight=weight, bias=bias)
+
+
+def matmul_shape(a_shape, b_shape) -> tuple:
+    """The output shape of ``a @ b`` under numpy's rules, or a ValueError naming both shapes."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    for name, shape in (("a", a_shape), ("b", b_shape)):
+        if len(shape) == 0:
+            raise ValueError(f"{name} is 0-D; matmul expects arrays with at least one dimension")
+    a2 = (1,) + a_shape if len(a_shape) == 1 else a_shape
+    b2 = b_shape + (1,) if len(b_shape) == 1 else b_shape
+    if a2[-1] != b2[-2]:
+        raise ValueError(f"a {check.shape_str(a_shape)} and b {check.shape_str(b_shape)} do not chain: "
+                         f"a's last dimension ({a2[-1]}) must equal b's "
+                         f"{'only' if len(b_shape) == 1 else 'second-to-last'} dimension ({b2[-2]})")
+    try:
+        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    except ValueError:
+        raise ValueError(f"a {check.shape_str(a_shape)} and b {check.shape_str(b_shape)}: batch dimensions "
+                         f"{a2[:-2]} and {b2[:-2]} do not broadcast") from None
+    out = tuple(batch) + (a2[-2], b2[-1])
+    if len(a_shape) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b_shape) == 1:
+        out = out[:-1]
+    return out
+
+
+def _validate_matmul(a, b):
+    a, b = check.tensor(a, "a"), check.tensor(b, "b")
+    matmul_shape(a.shape, b.shape)
+    return {"a": a, "b": b}
+
+
+def _validate_linear(x, weight, bias):
+    x = check.tensor(x, "x", floats_only=True, op="linear")
+    if len(x.shape) == 0:
+        raise ValueError("x is 0-D; linear expects an array with at least one dimension (..., in_features)")
+    weight = check.tensor(weight, "weight", floats_only=True, ranks=(2,), op="linear")
+    check.same_or_f32(weight, x.dtype, "weight")
+    if weight.shape[1] != x.shape[-1]:
+        raise ValueError(f"weight has shape {check.shape_str(weight.shape)} but x {check.shape_str(x.shape)} has "
+                         f"{x.shape[-1]} features; expected weight (out_features, {x.shape[-1]})")
+    if bias is not None:
+        bias = check.tensor(bias, "bias", floats_only=True, ranks=(1,), op="linear")
+        check.same_or_f32(bias, x.dtype, "bias")
+        if bias.shape[0] != weight.shape[0]:
+            raise ValueError(f"bias has shape {check.shape_str(bias.shape)}; expected ({weight.shape[0]},) "
+                             f"to match weight's out_features")
+    return {"x": x, "weight": weight, "bias": bias}
+
+
+MATMUL = OpSpec(name="matmul", function=matmul, validate=_validate_matmul, category=Category.ALLOW,
+                output_dtype=lambda args: dt.result_type(args["a"].dtype, args["b"].dtype))
+LINEAR = OpSpec(name="linear", function=linear, validate=_validate_linear, category=Category.ALLOW,
+                output_dtype=lambda args: args["x"].dtype)
+SPECS = [MATMUL, LINEAR]

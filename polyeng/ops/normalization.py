@@ -1,0 +1,50 @@
+"""layer_norm: normalise over the trailing ``normalized_shape`` axes (torch.nn.functional.layer_norm)."""
+import math
+import numbers
+
+from ..engine.amp import Category
+from ..engine.call import OpSpec
+from ..engine.dispatch import run
+from . import _checks as check
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` over the last ``len(normalized_shape)`` axes.
+
+    The variance is biased (divides by the element count). Always computed in at least f32.
+    """
+    return run(SPEC, x=x, normalized_shape=normalized_shape, weight=weight, bias=bias, eps=eps)
+
+
+def _validate(x, normalized_shape, weight, bias, eps):
+    x = check.tensor(x, "x", floats_only=True, op="layer_norm")
+    if isinstance(normalized_shape, (list, tuple)):
+        if len(normalized_shape) == 0:
+            raise ValueError("normalized_shape=(): expected at least one dimension")
+        shape = check.int_tuple(tuple(normalized_shape), len(normalized_shape), "normalized_shape", minimum=0)
+    else:
+        shape = (check.integer(normalized_shape, "normalized_shape", minimum=0),)
+    if len(shape) > len(x.shape) or tuple(x.shape[len(x.shape) - len(shape):]) != shape:
+        raise ValueError(f"normalized_shape={shape} does not match the trailing dimensions of x "
+                         f"{check.shape_str(x.shape)}; expected x.shape[-{len(shape)}:] == normalized_shape")
+    params = {}
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is not None:
+            value = check.tensor(value, name, floats_only=True, op="layer_norm")
+            if tuple(value.shape) != shape:
+                raise ValueError(f"{name} has shape {check.shape_str(value.shape)}; expected normalized_shape {shape}")
+            check.same_or_f32(value, x.dtype, name)
+        params[name] = value
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps < 0:
+        raise ValueError(f"eps={eps!r}: expected a finite real number >= 0")
+    return {"x": x, "normalized_shape": shape, "weight": params["weight"], "bias": params["bias"],
+            "eps": float(eps)}
+
+
+SPEC = OpSpec(
+    name="layer_norm",
+    function=layer_norm,
+    validate=_validate,
+    category=Category.DENY,
+    output_dtype=lambda args: args["x"].dtype,
+)

@@ -1,0 +1,39 @@
+"""permute_contiguous: a C-contiguous copy of ``x.transpose(dims)``."""
+from ..engine.amp import Category
+from ..engine.call import OpSpec
+from ..engine.dispatch import run
+from . import _checks as check
+
+
+def permute_contiguous(x, dims):
+    """Return a C-contiguous copy of ``x.transpose(dims)``; ``dims`` is a permutation of the axes
+    (negative axes allowed, as in ``torch.permute``)."""
+    return run(SPEC, x=x, dims=dims)
+
+
+def _validate(x, dims):
+    x = check.tensor(x, "x")
+    ndim = len(x.shape)
+    if not isinstance(dims, (list, tuple)):
+        raise TypeError(f"dims={dims!r}: expected a sequence of {ndim} ints")
+    if len(dims) != ndim:
+        raise ValueError(f"dims={tuple(dims)!r} has {len(dims)} entries but x is {ndim}-D; "
+                         f"expected a permutation of range({ndim})")
+    normalised = tuple(check.axis(d, ndim, "dims") for d in dims)
+    if sorted(normalised) != list(range(ndim)):
+        raise ValueError(f"dims={tuple(dims)!r} repeats an axis; expected a permutation of range({ndim})")
+    return {"x": x, "dims": normalised}
+
+
+def output_shape(args) -> tuple:
+    return tuple(args["x"].shape[d] for d in args["dims"])
+
+
+SPEC = OpSpec(
+    name="permute_contiguous",
+    function=permute_contiguous,
+    validate=_validate,
+    category=Category.FOLLOW,
+    output_dtype=lambda args: args["x"].dtype,
+    exact=True,
+)

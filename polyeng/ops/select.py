@@ -1,0 +1,69 @@
+"""select: ``cond ? then : else_`` with the two-step broadcasting rule of the select proposal."""
+import numpy as np
+
+from ..engine.amp import Category
+from ..engine.call import OpSpec
+from ..engine.dispatch import run
+from ..engine import dtypes as dt
+from . import _checks as check
+
+
+def select(cond, then, else_, auto_broadcast="numpy"):
+    """Elementwise ``then`` where ``cond`` is True, else ``else_``.
+
+    ``auto_broadcast="numpy"``: ``then`` and ``else_`` broadcast to each other, then ``cond``
+    broadcasts one way to that shape (it may not grow it). ``"none"``: all shapes equal.
+    ``cond`` must be a bool array.
+    """
+    return run(SPEC, cond=cond, then=then, else_=else_, auto_broadcast=auto_broadcast)
+
+
+def _validate(cond, then, else_, auto_broadcast):
+    check.choice(auto_broadcast, "auto_broadcast", ("numpy", "none"))
+    cond = check.tensor(cond, "cond")
+    if np.dtype(cond.dtype) != dt.bool_:
+        raise TypeError(f"cond has dtype {np.dtype(cond.dtype)}; select expects a bool cond "
+                        f"(compare first, e.g. mask != 0)")
+    then = check.tensor(then, "then")
+    else_ = check.tensor(else_, "else_")
+    if auto_broadcast == "none":
+        if not (tuple(cond.shape) == tuple(then.shape) == tuple(else_.shape)):
+            raise ValueError(f"auto_broadcast='none' requires equal shapes; got cond {check.shape_str(cond.shape)}, "
+                             f"then {check.shape_str(then.shape)}, else_ {check.shape_str(else_.shape)}")
+    else:
+        out = broadcast_value_shapes(then.shape, else_.shape)
+        check_cond_shape(cond.shape, out)
+    return {"cond": cond, "then": then, "else_": else_, "auto_broadcast": auto_broadcast}
+
+
+def broadcast_value_shapes(then_shape, else_shape) -> tuple:
+    """Step 1: ``then`` and ``else_`` broadcast to each other (numpy rules)."""
+    try:
+        return tuple(np.broadcast_shapes(tuple(then_shape), tuple(else_shape)))
+    except ValueError:
+        raise ValueError(f"then {check.shape_str(then_shape)} and else_ {check.shape_str(else_shape)} "
+                         f"do not broadcast to each other") from None
+
+
+def check_cond_shape(cond_shape, out_shape) -> None:
+    """Step 2: ``cond`` broadcasts one way: right-aligned, each dim equal to the output's or 1."""
+    ok = len(cond_shape) <= len(out_shape) and all(
+        c == o or c == 1 for c, o in zip(reversed(tuple(cond_shape)), reversed(tuple(out_shape))))
+    if not ok:
+        raise ValueError(f"cond {check.shape_str(cond_shape)} does not broadcast one way to the shape of "
+                         f"then/else_ {check.shape_str(out_shape)}: aligned from the right, each cond "
+                         f"dimension must equal the output's or be 1, and cond may not add dimensions")
+
+
+def output_shape(args) -> tuple:
+    return broadcast_value_shapes(args["then"].shape, args["else_"].shape)
+
+
+SPEC = OpSpec(
+    name="select",
+    function=select,
+    validate=_validate,
+    category=Category.FOLLOW,
+    output_dtype=lambda args: dt.result_type(args["then"].dtype, args["else_"].dtype),
+    exact=True,
+)
