@@ -99,7 +99,12 @@ def _rebuild() -> None:
 def register_backend(plugin, name: str | None = None) -> None:
     """Register an object carrying ``polyeng_register`` hook implementations."""
     with _lock:
-        plugin_manager().register(plugin, name=name)
+        pm = plugin_manager()
+        if name is None:
+            name = getattr(plugin, "__name__", type(plugin).__name__)
+            if pm.has_plugin(name):
+                name = f"{name}-{id(plugin):x}"
+        pm.register(plugin, name=name)
         _rebuild()
     _notify_changed()
 

@@ -1,0 +1,91 @@
+"""The ``polyeng`` command line: info, explain, demo."""
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+
+import numpy as np
+
+_TENSOR = re.compile(r"^(\d+(?:x\d+)*|scalar)(?::(\w+))?$")
+
+
+def parse_value(text: str):
+    """A CLI argument value: ``2x3x8x8:f32`` is a random tensor, ``[2x3,2x3]`` a list of them,
+    anything else a Python literal (or a plain string)."""
+    text = text.strip()
+    if text.startswith("[") and "x" in text and not text.startswith("[["):
+        items = [t for t in text[1:-1].split(",") if t.strip()]
+        if items and all(_TENSOR.match(t.strip()) for t in items):
+            return [parse_value(t) for t in items]
+    match = _TENSOR.match(text)
+    if match and ("x" in match.group(1) or match.group(2) or match.group(1) == "scalar"):
+        from .engine.dtypes import as_dtype
+        shape = () if match.group(1) == "scalar" else tuple(int(d) for d in match.group(1).split("x"))
+        dtype = as_dtype(match.group(2) or "f32")
+        rng = np.random.default_rng(0)
+        if dtype == np.bool_:
+            return rng.random(shape) > 0.5
+        if dtype.kind in "iu":
+            return rng.integers(0, 100, shape).astype(dtype)
+        return rng.standard_normal(shape).astype(dtype)
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def cmd_info(args) -> int:
+    from .info import report
+    print(report())
+    return 0
+
+
+def cmd_explain(args) -> int:
+    import polyeng
+    positional, keywords = [], {}
+    for item in args.args:
+        name, sep, value = item.partition("=")
+        if sep and name.isidentifier():
+            keywords[name] = parse_value(value)
+        else:
+            positional.append(parse_value(item))
+    try:
+        with polyeng.compute_eng(args.engine, fallback=not args.no_fallback), polyeng.fp_math_mode(args.fp_math):
+            decision = polyeng.explain(args.op, *positional, **keywords)
+    except (ValueError, TypeError, polyeng.EngineError) as exc:
+        print(f"polyeng explain: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    print(decision)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+    return run_demo(repeats=args.repeats)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="polyeng", description="Deep-learning operators on several compute engines.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="engines, availability and why, versions, OpenCL devices, defaults")
+    explain = sub.add_parser("explain", help="show which engine one op call would run on, and why",
+                             description="Arguments are positional or name=value. A tensor is written as its "
+                                         "shape and dtype, e.g. 1x3x8x8:f32 (bf16, f16, f64, s8, u8, s32, bool); "
+                                         "a list of tensors as [2x3,2x4]; other values as Python literals.",
+                             epilog="example: polyeng explain upsample_bilinear2d 1x3x8x8 scale_factor=2 "
+                                    "align_corners=True --engine numba")
+    explain.add_argument("op")
+    explain.add_argument("args", nargs="*")
+    explain.add_argument("--engine", default="recommend", help="the user engine (as compute_eng)")
+    explain.add_argument("--no-fallback", action="store_true", help="as compute_eng(..., fallback=False)")
+    explain.add_argument("--fp-math", default="strict", help="fp math mode for the call")
+    demo = sub.add_parser("demo", help="run every op and a small model on every available engine")
+    demo.add_argument("--repeats", type=int, default=3, help="timed repetitions per op and engine")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return {"info": cmd_info, "explain": cmd_explain, "demo": cmd_demo}[args.command](args)

@@ -1,0 +1,148 @@
+"""Settings scopes: nesting, restore on error, thread and asyncio isolation, bind, env defaults, verbose."""
+import asyncio
+import logging
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import polyeng
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_scopes_nest_and_restore_on_exception():
+    assert polyeng.get_compute_eng() == "recommend"
+    with polyeng.compute_eng("basic"):
+        assert polyeng.get_compute_eng() == "basic"
+        with pytest.raises(KeyError):
+            with polyeng.compute_eng(polyeng.Engine.NUMBA):
+                assert polyeng.get_compute_eng() == polyeng.Engine.NUMBA
+                raise KeyError("boom")
+        assert polyeng.get_compute_eng() == "basic"
+    assert polyeng.get_compute_eng() == "recommend"
+
+
+def test_process_default_sits_below_scopes():
+    polyeng.set_compute_eng("BASIC")
+    try:
+        assert polyeng.get_compute_eng() == "basic"
+        with polyeng.compute_eng("numba"):
+            assert polyeng.get_compute_eng() == "numba"
+        assert polyeng.get_compute_eng() == "basic"
+    finally:
+        polyeng.set_compute_eng("recommend")
+
+
+def test_threads_see_only_their_own_scope():
+    barrier = threading.Barrier(3)
+    seen = {}
+
+    def worker(engine):
+        with polyeng.compute_eng(engine):
+            barrier.wait()   # all three scopes are open at the same time
+            seen[engine] = polyeng.get_compute_eng()
+            barrier.wait()
+
+    threads = [threading.Thread(target=worker, args=(e,)) for e in ("basic", "numba", "opencl")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == {"basic": "basic", "numba": "numba", "opencl": "opencl"}
+    assert polyeng.get_compute_eng() == "recommend"
+
+
+def test_asyncio_tasks_are_isolated():
+    async def task(engine, mode):
+        with polyeng.compute_eng(engine), polyeng.fp_math_mode(mode):
+            await asyncio.sleep(0.01)
+            await asyncio.sleep(0)
+            return polyeng.get_compute_eng(), polyeng.get_fp_math_mode()
+
+    async def main():
+        return await asyncio.gather(task("basic", "bf16"), task("numba", "tf32"), task("opencl", "any"))
+
+    assert asyncio.run(main()) == [("basic", polyeng.FpMathMode.BF16), ("numba", polyeng.FpMathMode.TF32),
+                                   ("opencl", polyeng.FpMathMode.ANY)]
+
+
+def test_bind_carries_scope_into_thread_pool():
+    def probe():
+        return polyeng.get_compute_eng(), polyeng.get_fp_math_mode().value
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with polyeng.compute_eng("numba"), polyeng.fp_math_mode("bf16"):
+            bound = pool.submit(polyeng.bind(probe)).result()
+            unbound = pool.submit(probe).result()
+        # the worker thread is left as it was after the bound call
+        after = pool.submit(probe).result()
+    assert bound == ("numba", "bf16")
+    assert unbound == ("recommend", "strict") and after == ("recommend", "strict")
+
+
+def test_bind_runs_ops_under_the_bound_engine(caplog):
+    x = np.ones((3, 4), np.float32)
+    with polyeng.compute_eng("basic"), polyeng.verbose(1):
+        fn = polyeng.bind(lambda: polyeng.softmax(x))
+    with ThreadPoolExecutor(max_workers=1) as pool, caplog.at_level(logging.INFO, logger="polyeng"):
+        out = pool.submit(fn).result()
+    np.testing.assert_allclose(out, 0.25)
+    assert "polyeng,exec,softmax,basic,user,fpm:strict,f32,x:f32:3x4," in caplog.text
+
+
+def test_fp_math_mode_scopes_and_validation():
+    assert polyeng.get_fp_math_mode() == polyeng.FpMathMode.STRICT
+    with polyeng.fp_math_mode("BF16"):
+        assert polyeng.get_fp_math_mode() is polyeng.FpMathMode.BF16
+    with pytest.raises(ValueError, match="strict, bf16, f16, tf32, any"):
+        polyeng.fp_math_mode("fp8")
+
+
+def test_verbose_levels(caplog):
+    x = np.zeros((2, 3), np.float16)
+    with caplog.at_level(logging.INFO, logger="polyeng"):
+        polyeng.softmax(x)
+        assert caplog.text == ""
+        with polyeng.verbose(1):
+            polyeng.softmax(x)
+        lines = caplog.messages
+        assert len(lines) == 1
+        fields = lines[0].split(",")
+        assert fields[:8] == ["polyeng", "exec", "softmax", "basic", "recommend", "fpm:strict", "f32", "x:f16:2x3"]
+        assert float(fields[8]) >= 0
+        caplog.clear()
+        with polyeng.verbose(2):
+            polyeng.softmax(x)
+        assert "polyeng,dispatch,softmax,numba,not implemented,no softmax kernel" in caplog.messages
+    with pytest.raises(ValueError, match="verbose level"):
+        polyeng.verbose(7)
+
+
+def _run(code, **env):
+    full = dict(os.environ, PYTHONPATH=ROOT, **env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120)
+
+
+def test_environment_defaults_in_a_fresh_process():
+    out = _run("import polyeng; print(polyeng.get_compute_eng(), polyeng.get_fp_math_mode().value)",
+               POLYENG_COMPUTE_ENG="Basic", POLYENG_DEFAULT_FP_MATH_MODE="TF32")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["basic", "tf32"]
+
+
+def test_invalid_environment_values_are_clear_errors():
+    out = _run("import polyeng; polyeng.get_fp_math_mode()", POLYENG_DEFAULT_FP_MATH_MODE="fp8")
+    assert out.returncode != 0 and "POLYENG_DEFAULT_FP_MATH_MODE='fp8'" in out.stderr
+    out = _run("import polyeng; polyeng.get_compute_eng()", POLYENG_COMPUTE_ENG="cuda")
+    assert out.returncode != 0 and "POLYENG_COMPUTE_ENG='cuda'" in out.stderr and "basic" in out.stderr
+
+
+def test_verbose_environment_variable_prints_lines():
+    out = _run("import numpy as np, polyeng; polyeng.concat([np.ones(3), np.ones(2)])", POLYENG_VERBOSE="1")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.startswith("polyeng,exec,concat,basic,recommend,fpm:strict,f64,tensors[0]:f64:3 tensors[1]:f64:2,")
