@@ -92,6 +92,11 @@ def round_to(x: np.ndarray, dtype) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     x = np.asarray(x)
+    with np.errstate(over="ignore"):   # overflow to Inf is the defined result
+        return _round_to(x, dtype)
+
+
+def _round_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if dtype == bfloat16 and x.dtype == float64:
         narrow = x.astype(float32)
         inexact = (narrow.astype(float64) != x) & np.isfinite(x)

@@ -5,7 +5,8 @@ import numpy as np
 def _shifted(x, axis):
     if x.ndim == 0:
         x = x.reshape(1)
-    return x - np.max(x, axis=axis, keepdims=True)
+    with np.errstate(invalid="ignore"):   # an all -inf row gives NaN, as in PyTorch
+        return x - np.max(x, axis=axis, keepdims=True)
 
 
 def softmax(x, axis):
