@@ -61,7 +61,7 @@ def as_dtype(value, name: str = "dtype") -> np.dtype:
 
 def short_name(dtype) -> str:
     dtype = np.dtype(dtype)
-    return SHORT_NAMES.get(dtype, dtype.name)
+    return SHORT_NAMES.get(dtype) or dtype.name
 
 
 def is_float(dtype) -> bool:
