@@ -1,0 +1,79 @@
+"""Entry-point plugins: found in group ``polyeng.backends``, switchable off, never breaking import."""
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+GOOD = textwrap.dedent('''
+    import polyeng
+
+    class Doubler:
+        @polyeng.hookimpl
+        def polyeng_register(self, registry):
+            registry.add_engine("doubler", available=lambda: (True, ""))
+            registry.add_kernel("concat", "doubler", self.concat)
+
+        def concat(self, tensors, axis):
+            import numpy as np
+            return np.concatenate(tensors + tensors, axis=axis)
+''')
+
+BAD_IMPORT = "raise ImportError('libfoo.so not found')\n"
+
+
+def _site(tmp_path, entries):
+    """A folder on sys.path holding plugin modules and a dist-info that declares their entry points."""
+    dist = tmp_path / "polyeng_test_plugins-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: polyeng-test-plugins\nVersion: 1.0\n")
+    lines = ["[polyeng.backends]"]
+    for name, (module, source, target) in entries.items():
+        (tmp_path / f"{module}.py").write_text(source)
+        lines.append(f"{name} = {target}")
+    (dist / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return str(tmp_path)
+
+
+def _run(site, code, **env):
+    full = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, site]), **env)
+    full.pop("POLYENG_DISABLE_PLUGIN_AUTOLOAD", None)
+    full.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120)
+
+
+CODE = textwrap.dedent('''
+    import numpy as np, polyeng
+    for e in polyeng.engines():
+        print(e.name, e.available, e.reason, ",".join(e.ops), sep="|")
+    with polyeng.compute_eng("doubler"):
+        print("shape", polyeng.concat([np.ones((1, 2))], axis=0).shape)
+''')
+
+
+def test_entry_point_plugin_is_loaded_and_a_broken_one_is_unavailable(tmp_path):
+    site = _site(tmp_path, {"doubler": ("doubler_plugin", GOOD, "doubler_plugin:Doubler"),
+                            "broken": ("broken_plugin", BAD_IMPORT, "broken_plugin")})
+    out = _run(site, CODE)
+    assert out.returncode == 0, out.stderr
+    rows = {line.split("|")[0]: line.split("|") for line in out.stdout.splitlines() if "|" in line}
+    assert rows["doubler"][1:] == ["True", "", "concat"]
+    assert rows["broken"][1] == "False" and "libfoo.so not found" in rows["broken"][2]
+    assert rows["basic"][1] == "True"
+    assert "shape (2, 2)" in out.stdout
+
+
+def test_autoload_can_be_switched_off(tmp_path):
+    site = _site(tmp_path, {"doubler": ("doubler_plugin", GOOD, "doubler_plugin:Doubler")})
+    out = _run(site, "import polyeng; print(sorted(e.name for e in polyeng.engines()))",
+               POLYENG_DISABLE_PLUGIN_AUTOLOAD="1")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['basic', 'numba', 'opencl']"
+
+
+def test_import_does_not_load_plugins(tmp_path):
+    site = _site(tmp_path, {"broken": ("broken_plugin", BAD_IMPORT, "broken_plugin")})
+    out = _run(site, "import sys, polyeng; print('broken_plugin' in sys.modules)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
