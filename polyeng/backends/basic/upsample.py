@@ -1,2 +1,24 @@
-"""placeholder"""
-KERNELS = {}
+"""upsample_bilinear2d and upsample_nearest in numpy: gathers along each spatial axis with the
+index and weight arrays that ``polyeng.ops.upsample`` computes."""
+import numpy as np
+
+from ...ops.upsample import bilinear_coordinates, nearest_indices
+
+
+def upsample_bilinear2d(x, size, scale_factor, align_corners):
+    args = {"x": x, "size": size, "scale_factor": scale_factor, "align_corners": align_corners}
+    (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = bilinear_coordinates(args, x.dtype)
+    # Separable: along W first, then H, the order (and so the rounding) of torch's CPU kernel.
+    rows = np.take(x, w0, axis=3) * lw0 + np.take(x, w1, axis=3) * lw1
+    out = np.take(rows, h0, axis=2) * lh0[:, None] + np.take(rows, h1, axis=2) * lh1[:, None]
+    return out.astype(x.dtype, copy=False)
+
+
+def upsample_nearest(x, size, scale_factor):
+    out = x
+    for axis, index in enumerate(nearest_indices({"x": x, "size": size, "scale_factor": scale_factor}), 2):
+        out = np.take(out, index, axis=axis)
+    return np.ascontiguousarray(out)
+
+
+KERNELS = {"upsample_bilinear2d": upsample_bilinear2d, "upsample_nearest": upsample_nearest}
