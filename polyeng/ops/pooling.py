@@ -1,2 +1,230 @@
-"""placeholder"""
-SPECS = []
+"""Average and max pooling over 2 or 3 spatial dimensions (torch.nn.functional.*_pool*d).
+
+Besides the public functions and their argument checks, this module holds the window
+geometry every engine's kernels share: output sizes, per-dimension window bounds, the
+average-pooling divisor and the max-pooling "first valid tap" index.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..engine.amp import Category
+from ..engine.call import OpSpec
+from ..engine.dispatch import run
+from . import _checks as check
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over ``kernel_size`` windows of the last two axes of ``x`` ((N, C, H, W) or (C, H, W)).
+
+    ``stride`` defaults to ``kernel_size``. ``padding`` zeros are added on both sides (at most
+    half the kernel). ``ceil_mode`` rounds the output size up, keeping a last window only if
+    it starts inside the input or its left padding. The divisor is the window clipped to the
+    padded input (``count_include_pad=True``), only its in-bounds part (``False``), or
+    ``divisor_override``. Floating-point input only.
+    """
+    return run(AVG_POOL2D, x=x, kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
+               count_include_pad=count_include_pad, divisor_override=divisor_override)
+
+
+def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """:func:`avg_pool2d` over the last three axes of ``x`` ((N, C, D, H, W) or (C, D, H, W))."""
+    return run(AVG_POOL3D, x=x, kernel_size=kernel_size, stride=stride, padding=padding, ceil_mode=ceil_mode,
+               count_include_pad=count_include_pad, divisor_override=divisor_override)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Maximum over ``kernel_size`` windows (taps ``dilation`` apart) of the last two axes of ``x``.
+
+    Padding never wins. NaN propagates; ties keep the first tap in row-major order. With
+    ``return_indices`` also returns int64 indices into each flattened (H, W) plane, chosen as
+    PyTorch does: the last NaN of a window, else its first maximum, else (a window of
+    nothing but the lowest value, e.g. -inf) its first in-bounds tap. Any dtype; bool is
+    pooled as logical or.
+    """
+    return run(MAX_POOL2D, x=x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+               ceil_mode=ceil_mode, return_indices=return_indices)
+
+
+def max_pool3d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """:func:`max_pool2d` over the last three axes of ``x``; indices index the flattened (D, H, W) volume."""
+    return run(MAX_POOL3D, x=x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+               ceil_mode=ceil_mode, return_indices=return_indices)
+
+
+# ---------------------------------------------------------------- geometry shared by every engine
+
+def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int = 1,
+                ceil_mode: bool = False) -> int:
+    """PyTorch's ``pooling_output_shape`` for one dimension (may be < 1; validation rejects that)."""
+    span = dilation * (kernel - 1) + 1
+    out = (size + 2 * padding - span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    # in ceil mode the last window must start inside the input or its left padding
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+class Geometry(NamedTuple):
+    """Per-dimension pooling parameters of one validated call (all tuples of spatial length)."""
+    spatial: tuple
+    out: tuple
+    kernel: tuple
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+
+
+def geometry(x_shape, kernel_size, stride, padding, dilation=None, ceil_mode=False) -> Geometry:
+    """The :class:`Geometry` of pooling an array of ``x_shape`` over its last ``len(kernel_size)`` axes."""
+    nd = len(kernel_size)
+    dilation = dilation or (1,) * nd
+    spatial = tuple(int(s) for s in x_shape[-nd:])
+    out = tuple(output_size(*dims, ceil_mode) for dims in zip(spatial, kernel_size, stride, padding, dilation))
+    return Geometry(spatial, out, tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation))
+
+
+def output_shape(args) -> tuple:
+    g = geometry(args["x"].shape, args["kernel_size"], args["stride"], args["padding"],
+                 args.get("dilation"), args["ceil_mode"])
+    return tuple(args["x"].shape[:-len(g.out)]) + g.out
+
+
+def window_starts(out_size: int, stride: int, padding: int) -> np.ndarray:
+    """Input coordinate of each window's first tap (negative inside the left padding)."""
+    return np.arange(out_size, dtype=np.int64) * stride - padding
+
+
+def padded_extent(g: Geometry) -> tuple:
+    """(left, right) padding per dimension so that every tap of every window reads inside the
+    padded array; right may exceed ``padding`` in ceil mode, or be less when taps stop early."""
+    extents = []
+    for size, out, k, s, p, d in zip(g.spatial, g.out, g.kernel, g.stride, g.padding, g.dilation):
+        last_tap = (out - 1) * s - p + (k - 1) * d
+        extents.append((p, max(0, last_tap + 1 - size)))
+    return tuple(extents)
+
+
+def tap_slices(g: Geometry, offsets) -> tuple:
+    """Strided slices, one per spatial dim, that pick tap ``offsets`` of every window from an
+    array padded by :func:`padded_extent`."""
+    return tuple(slice(j * d, j * d + (o - 1) * s + 1, s)
+                 for j, d, o, s in zip(offsets, g.dilation, g.out, g.stride))
+
+
+def avg_window_bounds(size: int, out_size: int, kernel: int, stride: int, padding: int) -> tuple:
+    """(start, end, valid_start, valid_end) per output position: the window clipped to the padded
+    input ``[-padding, size + padding)``, and its in-bounds part ``[0, size)``."""
+    start = window_starts(out_size, stride, padding)
+    end = np.minimum(start + kernel, size + padding)
+    return start, end, np.maximum(start, 0), np.minimum(end, size)
+
+
+def avg_divisor(g: Geometry, count_include_pad: bool, divisor_override) -> np.ndarray:
+    """int64 divisor of every output position (shape ``g.out``), as PyTorch's CPU kernel: the
+    window clipped to the padded bounds (ceil-mode overhang excluded) or its in-bounds part."""
+    if divisor_override is not None:
+        return np.full(g.out, divisor_override, dtype=np.int64)
+    divisor = np.ones((), dtype=np.int64)
+    for size, out, k, s, p in zip(g.spatial, g.out, g.kernel, g.stride, g.padding):
+        start, end, valid_start, valid_end = avg_window_bounds(size, out, k, s, p)
+        count = end - start if count_include_pad else valid_end - valid_start
+        divisor = np.multiply.outer(divisor, count)
+    return divisor
+
+
+def max_window_bounds(size: int, out_size: int, kernel: int, stride: int, padding: int, dilation: int) -> tuple:
+    """(first, end) per output position: the first in-bounds tap and the exclusive end, so the
+    window's taps are ``range(first, end, dilation)`` (empty when ``first >= end``)."""
+    start = window_starts(out_size, stride, padding)
+    end = np.minimum(start + (kernel - 1) * dilation + 1, size)
+    skipped = np.where(start < 0, (-start + dilation - 1) // dilation, 0)
+    return start + skipped * dilation, end
+
+
+def flat_index(coords, spatial) -> np.ndarray:
+    """Row-major flat index of the outer product of per-dimension coordinate arrays."""
+    index = np.zeros((), dtype=np.int64)
+    for coord, size in zip(coords, spatial):
+        index = np.add.outer(index * size, np.asarray(coord, dtype=np.int64))
+    return index
+
+
+def first_valid_index(g: Geometry) -> np.ndarray:
+    """Each window's index when nothing beats the lowest value: its first in-bounds tap, as
+    PyTorch reports it (it can lie past the input when a dilated window has no tap inside)."""
+    firsts = [max_window_bounds(*dims)[0] for dims in zip(g.spatial, g.out, g.kernel, g.stride, g.padding,
+                                                         g.dilation)]
+    return flat_index(firsts, g.spatial)
+
+
+# ---------------------------------------------------------------- validation
+
+def _validate_common(op, nd, x, kernel_size, stride, padding, dilation, ceil_mode, floats_only):
+    x = check.tensor(x, "x", floats_only=floats_only, ranks=(nd + 1, nd + 2), op=op)
+    kernel = check.int_tuple(kernel_size, nd, "kernel_size", minimum=1)
+    if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
+        stride = kernel  # PyTorch: an omitted or empty stride means the kernel size
+    else:
+        stride = check.int_tuple(stride, nd, "stride", minimum=1)
+    pad = check.int_tuple(padding, nd, "padding", minimum=0)
+    dil = check.int_tuple(dilation, nd, "dilation", minimum=1)
+    ceil_mode = check.flag(ceil_mode, "ceil_mode")
+    shape = tuple(x.shape)
+    # an empty batch or channel axis gives an empty result; an empty window axis has no output
+    if any(s == 0 for s in shape[-nd:]):
+        raise ValueError(f"x has shape {check.shape_str(shape)}; {op} expects non-zero spatial sizes "
+                         f"(the batch and channel dimensions may be 0)")
+    # PyTorch's rule is on kernel_size itself, also for dilated max pooling
+    if any(p > k // 2 for p, k in zip(pad, kernel)):
+        note = " (dilation does not raise this limit)" if any(d != 1 for d in dil) else ""
+        raise ValueError(f"padding={pad}: each value must be at most half of the kernel size; kernel_size="
+                         f"{kernel} allows at most {tuple(k // 2 for k in kernel)}{note}")
+    g = geometry(shape, kernel, stride, pad, dil, ceil_mode)
+    if min(g.out) < 1:
+        dilated = f", dilation={dil}" if any(d != 1 for d in dil) else ""
+        raise ValueError(f"x has shape {check.shape_str(shape)}: kernel_size={kernel}{dilated} with padding={pad} "
+                         f"and stride={stride} gives output size {g.out}; the window is larger than the "
+                         f"padded input (each output size must be >= 1)")
+    return {"x": x, "kernel_size": kernel, "stride": stride, "padding": pad, "dilation": dil,
+            "ceil_mode": ceil_mode}
+
+
+def _avg_validator(op, nd):
+    def validate(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        args = _validate_common(op, nd, x, kernel_size, stride, padding, 1, ceil_mode, floats_only=True)
+        del args["dilation"]
+        args["count_include_pad"] = check.flag(count_include_pad, "count_include_pad")
+        if divisor_override is not None:
+            divisor_override = check.integer(divisor_override, "divisor_override")
+            if divisor_override == 0:
+                raise ValueError("divisor_override=0: expected a non-zero int or None")
+        args["divisor_override"] = divisor_override
+        return args
+    return validate
+
+
+def _max_validator(op, nd):
+    def validate(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+        args = _validate_common(op, nd, x, kernel_size, stride, padding, dilation, ceil_mode, floats_only=False)
+        args["return_indices"] = check.flag(return_indices, "return_indices")
+        return args
+    return validate
+
+
+def _spec(name, function, nd, is_max):
+    validate = (_max_validator if is_max else _avg_validator)(name, nd)
+    return OpSpec(name=name, function=function, validate=validate, category=Category.FOLLOW,
+                  output_dtype=lambda args: args["x"].dtype, exact=is_max)
+
+
+AVG_POOL2D = _spec("avg_pool2d", avg_pool2d, 2, is_max=False)
+AVG_POOL3D = _spec("avg_pool3d", avg_pool3d, 3, is_max=False)
+MAX_POOL2D = _spec("max_pool2d", max_pool2d, 2, is_max=True)
+MAX_POOL3D = _spec("max_pool3d", max_pool3d, 3, is_max=True)
+SPECS = [AVG_POOL2D, AVG_POOL3D, MAX_POOL2D, MAX_POOL3D]
+
