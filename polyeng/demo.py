@@ -1,6 +1,8 @@
 """``polyeng demo``: every op and a small model on every available engine, with the decisions made."""
 from __future__ import annotations
 
+import collections
+import logging
 import statistics
 import time
 
@@ -58,6 +60,33 @@ def _model_inputs(rng):
     return x, mask, weights
 
 
+class _EngineCounter(logging.Handler):
+    """Counts verbose exec lines by (engine, step) while installed on the ``polyeng`` logger."""
+
+    def __init__(self):
+        super().__init__()
+        self.counts = collections.Counter()
+
+    def emit(self, record):
+        fields = record.getMessage().split(",")
+        if fields[1] == "exec":
+            self.counts[f"{fields[3]}/{fields[4]}"] += 1
+
+
+def _engines_used(fn) -> str:
+    logger = logging.getLogger("polyeng")
+    counter, propagate = _EngineCounter(), logger.propagate
+    logger.addHandler(counter)
+    logger.propagate = False
+    try:
+        with polyeng.verbose(1):
+            fn()
+    finally:
+        logger.removeHandler(counter)
+        logger.propagate = propagate
+    return ", ".join(f"{k}: {v}" for k, v in sorted(counter.counts.items()))
+
+
 def run_demo(repeats: int = 3) -> int:
     from .info import report
     print(report())
@@ -88,7 +117,8 @@ def run_demo(repeats: int = 3) -> int:
     for engine in ["recommend"] + [e.name for e in engines]:
         with polyeng.compute_eng(engine):
             out, ms = _time(lambda: tiny_model(x, mask, weights), repeats)
+            used = _engines_used(lambda: tiny_model(x, mask, weights))
         reference = out if reference is None else reference
         print(f"  compute_eng({engine!r:<11}) {ms:8.3f} ms   max |diff| vs recommend {_max_diff(out, reference):.2e}"
-              f"   predictions {np.argmax(out, axis=-1).tolist()}")
+              f"   predictions {np.argmax(out, axis=-1).tolist()}   calls by engine/step: {used}")
     return 0
