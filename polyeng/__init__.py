@@ -1,5 +1,5 @@
 """polyeng: one numpy-level API for deep-learning operators, run on the best of several engines."""
-from .engine.dtypes import bfloat16, bool_, float16, float32, float64, int8, int32, int64, uint8
+from .engine.dtypes import SCALAR_TYPES as _SCALAR_TYPES
 from .engine.names import Engine
 from .engine.errors import EngineError, FallbackWarning
 from .engine.hookspecs import hookimpl
@@ -10,6 +10,8 @@ from .engine.fpmath import FpMathMode, fp_math_mode, get_fp_math_mode, set_defau
 from .engine.verbose import verbose
 from .engine.dispatch import explain
 from .ops import *  # noqa: F401,F403  (every op function)
+
+globals().update(_SCALAR_TYPES)   # polyeng.float32 is np.float32, polyeng.bfloat16 is ml_dtypes.bfloat16
 
 __version__ = "0.1.0"
 

@@ -31,6 +31,7 @@ def _opencl_devices() -> list[str]:
 def report() -> str:
     import polyeng
     from .engine import fpmath, settings, verbose
+    from .engine.plugins import autoload_enabled
     out = [f"polyeng {polyeng.__version__} on Python {platform.python_version()} ({platform.machine()}, "
            f"{os.cpu_count()} CPUs)",
            "versions: " + ", ".join(f"{d} {_version(d)}" for d in
@@ -46,5 +47,5 @@ def report() -> str:
             f"({'env ' + settings.ENV_COMPUTE_ENG if env_eng else 'default'})",
             f"  fp math mode:   {fpmath.get_fp_math_mode().value} ({fpmath.default_source()})",
             f"  verbose level:  {verbose.level()}",
-            f"  plugin autoload: {'off' if os.environ.get('POLYENG_DISABLE_PLUGIN_AUTOLOAD') == '1' else 'on'}"]
+            f"  plugin autoload: {'on' if autoload_enabled() else 'off (POLYENG_DISABLE_PLUGIN_AUTOLOAD)'}"]
     return "\n".join(out)

@@ -77,3 +77,13 @@ def test_import_does_not_load_plugins(tmp_path):
     out = _run(site, "import sys, polyeng; print('broken_plugin' in sys.modules)")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_broken_entry_point_named_like_a_builtin_does_not_shadow_it(tmp_path):
+    site = _site(tmp_path, {"basic": ("broken_plugin", BAD_IMPORT, "broken_plugin")})
+    out = _run(site, CODE.replace('with polyeng.compute_eng("doubler"):', 'if True:'))
+    assert out.returncode == 0, out.stderr
+    rows = {line.split("|")[0]: line.split("|") for line in out.stdout.splitlines() if "|" in line}
+    assert rows["basic"][1] == "True"
+    assert rows["basic-plugin"][1] == "False" and "libfoo.so not found" in rows["basic-plugin"][2]
+    assert "shape (1, 2)" in out.stdout

@@ -63,7 +63,7 @@ class Call:
 
 def map_arrays(value, fn):
     """Apply ``fn`` to every numpy array inside nested lists/tuples, keeping the structure."""
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, np.generic)):
         return fn(value)
     if isinstance(value, tuple):
         return tuple(map_arrays(v, fn) for v in value)

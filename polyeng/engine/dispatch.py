@@ -35,8 +35,8 @@ def prepare(spec: OpSpec, kwargs: dict) -> Call:
     return call
 
 
-def decide(call: Call) -> Decision:
-    decision = choose_engine(call, registry(), current_scope())
+def decide(call: Call, reg=None) -> Decision:
+    decision = choose_engine(call, reg or registry(), current_scope())
     decision.fp_math_mode = call.fp_math_mode.value
     decision.compute_dtype = dt.short_name(call.compute_dtype)
     return decision
@@ -44,27 +44,31 @@ def decide(call: Call) -> Decision:
 
 def run(spec: OpSpec, **kwargs):
     """Run one op call; what every public op function calls."""
+    reg = registry()   # one snapshot per call, even if a plugin registers meanwhile
     call = prepare(spec, kwargs)
-    decision = decide(call)
+    decision = decide(call, reg)
     level = verbose.level()
     if level >= 2:
         for c in decision.candidates:
             if c.verdict not in ("chosen", ACCEPTED):
                 verbose.dispatch_line(call.op, c.engine, c.verdict, c.reason)
-    reg = registry()
     failures = []
-    for engine in decision.plan:
+    for position, engine in enumerate(decision.plan):
         kernel = reg.kernel(call.op, engine)
         args, moved = _to_engine(call, engine, reg)
         start = time.perf_counter()
         try:
-            result = kernel.fn(**args)
+            # IEEE results (inf, nan) are the defined outcome, not kernel failures, whatever
+            # the caller's numpy error settings are.
+            with np.errstate(all="ignore"):
+                result = kernel.fn(**args)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             if not decision.fallback:
                 raise EngineError(engine, call.op, f"kernel failed: {reason}") from exc
             failures.append((engine, reason, exc))
-            _warn_fallback(call.op, engine, reason)
+            if position + 1 < len(decision.plan):
+                _warn_fallback(call.op, engine, reason, decision.plan[position + 1])
             continue
         result = _to_storage(result, call)
         if level >= 1:
@@ -107,21 +111,26 @@ def _walk(value, fn):
 
 
 def _to_storage(result, call: Call):
-    """Write results back in the caller's storage dtype (down-conversion stays hidden)."""
-    storage, compute = call.storage_dtype, call.compute_dtype
-    if storage == compute:
-        return result
-    return map_arrays(result, lambda a: a.astype(storage) if a.dtype == compute else a)
+    """Results as numpy arrays (never numpy scalars) with float results in the caller's storage
+    dtype: down-conversion stays hidden, and a kernel's f32 work comes back as f16/bf16."""
+    storage = call.storage_dtype
+
+    def fix(a):
+        a = np.asarray(a)
+        if a.dtype != storage and a.dtype in dt.FLOAT_DTYPES and storage in dt.FLOAT_DTYPES:
+            return a.astype(storage)
+        return a
+    return map_arrays(result, fix)
 
 
-def _warn_fallback(op: str, engine: str, reason: str) -> None:
+def _warn_fallback(op: str, engine: str, reason: str, next_engine: str) -> None:
     key = (op, engine, reason)
     with _warned_lock:
         if key in _warned:
             return
         _warned.add(key)
     warnings.warn(FallbackWarning(f"{op}: engine {engine!r} failed at run time ({reason}); "
-                                  f"running the next candidate"), stacklevel=4)
+                                  f"running it on {next_engine!r}"), stacklevel=4)
 
 
 def explain(op, *args, **kwargs) -> Decision:

@@ -7,6 +7,12 @@ from __future__ import annotations
 import numpy as np
 from ml_dtypes import bfloat16 as _ml_bfloat16
 
+# The public names (polyeng.float32, polyeng.bfloat16, ...) are the scalar types, as in numpy;
+# the module-level dtype constants below are what the tables and checks use.
+SCALAR_TYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16,
+                "bfloat16": _ml_bfloat16, "int8": np.int8, "uint8": np.uint8, "int32": np.int32,
+                "int64": np.int64, "bool_": np.bool_}
+
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
 float16 = np.dtype(np.float16)
@@ -45,6 +51,8 @@ def supported_names() -> str:
 
 def as_dtype(value, name: str = "dtype") -> np.dtype:
     """Turn a dtype-like (polyeng/numpy dtype, scalar type or name) into a supported np.dtype."""
+    if value is None:
+        raise TypeError(f"{name}=None: expected a dtype, one of {supported_names()}")
     if isinstance(value, str):
         found = _ALIASES.get(value.lower())
         if found is None:
@@ -97,6 +105,8 @@ def round_to(x: np.ndarray, dtype) -> np.ndarray:
 
 
 def _round_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype == bfloat16 and x.dtype.kind in "iub":
+        x = x.astype(float64)   # exact below 2**53; ml_dtypes would round int -> f32 -> bf16 twice
     if dtype == bfloat16 and x.dtype == float64:
         narrow = x.astype(float32)
         inexact = (narrow.astype(float64) != x) & np.isfinite(x)

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .amp import Category
+from .scopes import Scoped
 
 ENV_FP_MATH_MODE = "POLYENG_DEFAULT_FP_MATH_MODE"
 
@@ -74,20 +75,13 @@ def get_fp_math_mode() -> FpMathMode:
     return _mode.get() or default_mode()
 
 
-class fp_math_mode:
+class fp_math_mode(Scoped):
     """Allow f32 work inside the ``with`` block to be computed in ``mode``'s type or better."""
 
+    _var = _mode
+
     def __init__(self, mode):
-        self.mode = as_mode(mode)
-        self._tokens = []
-
-    def __enter__(self):
-        self._tokens.append(_mode.set(self.mode))
-        return self
-
-    def __exit__(self, *exc):
-        _mode.reset(self._tokens.pop())
-        return False
+        self.mode = self.value = as_mode(mode)
 
 
 def compute_dtype(category: Category, storage: np.dtype, mode: FpMathMode) -> np.dtype:

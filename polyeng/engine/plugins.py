@@ -11,7 +11,7 @@ from importlib import metadata
 import pluggy
 
 from . import hookspecs
-from .registry import Registry
+from .registry import DuplicateEngineError, Registry
 
 ENTRY_POINT_GROUP = "polyeng.backends"
 BUILTIN_BACKENDS = ("polyeng.backends.basic", "polyeng.backends.numba", "polyeng.backends.opencl")
@@ -20,6 +20,12 @@ _lock = threading.RLock()
 _manager: pluggy.PluginManager | None = None
 _registry: Registry | None = None
 _load_failures: dict[str, str] = {}   # entry-point name -> reason
+_duplicates: dict[str, str] = {}      # plugin name -> "engine X is already registered"
+
+
+def autoload_enabled() -> bool:
+    """False when POLYENG_DISABLE_PLUGIN_AUTOLOAD turns entry-point loading off."""
+    return os.environ.get("POLYENG_DISABLE_PLUGIN_AUTOLOAD", "").strip().lower() not in ("1", "true", "yes", "on")
 
 
 def _known_ops():
@@ -36,7 +42,7 @@ def plugin_manager() -> pluggy.PluginManager:
             import importlib
             for module_name in BUILTIN_BACKENDS:
                 pm.register(importlib.import_module(module_name), name=module_name)
-            if os.environ.get("POLYENG_DISABLE_PLUGIN_AUTOLOAD", "").strip() not in ("1", "true", "yes", "on"):
+            if autoload_enabled():
                 _load_entry_points(pm)
             _manager = pm
         return _manager
@@ -75,9 +81,9 @@ def _rebuild() -> None:
     global _registry
     pm = plugin_manager()
     reg = Registry(_known_ops())
-    for name, reason in _load_failures.items():
-        if name not in reg.engines:
-            reg.add_engine(name, available=False, reason=reason).plugin = name
+    _duplicates.clear()
+    # Hook implementations are called one by one (not as one hook call) so that one plugin's
+    # failure cannot hide the others; hookwrappers and tryfirst/trylast are not used here.
     for impl in pm.hook.polyeng_register.get_hookimpls():  # registration order
         plugin_name = impl.plugin_name
         before = set(reg.engines)
@@ -86,14 +92,26 @@ def _rebuild() -> None:
             impl.function(registry=reg)
         except Exception as exc:
             reason = f"plugin {plugin_name!r} failed to register: {type(exc).__name__}: {exc}"
+            if isinstance(exc, DuplicateEngineError):
+                _duplicates[plugin_name] = str(exc)
             added = [n for n in reg.engines if n not in before]
             for name in added:
                 reg.engines[name].mark_failed(reason)
-            if not added and plugin_name not in reg.engines:
-                reg.add_engine(plugin_name, available=False, reason=reason)
+            if not added:
+                _add_failure_record(reg, plugin_name, reason)
         finally:
             reg._plugin = ""
+    # entry points that could not even be imported; built-in names are never shadowed
+    for name, reason in _load_failures.items():
+        _add_failure_record(reg, name, reason)
     _registry = reg
+
+
+def _add_failure_record(reg: Registry, plugin_name: str, reason: str) -> None:
+    """An unavailable engine row saying why a plugin provides nothing."""
+    name = plugin_name if plugin_name not in reg.engines else f"{plugin_name}-plugin"
+    if name not in reg.engines:
+        reg.add_engine(name, available=False, reason=reason).plugin = plugin_name
 
 
 def register_backend(plugin, name: str | None = None) -> None:
@@ -106,6 +124,11 @@ def register_backend(plugin, name: str | None = None) -> None:
                 name = f"{name}-{id(plugin):x}"
         pm.register(plugin, name=name)
         _rebuild()
+        if name in _duplicates:
+            reason = _duplicates[name]
+            pm.unregister(name=name)
+            _rebuild()
+            raise ValueError(f"register_backend: {reason}")
     _notify_changed()
 
 

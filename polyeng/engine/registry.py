@@ -14,6 +14,10 @@ from .names import Engine, engine_name
 RESERVED = {Engine.RECOMMEND.value}
 
 
+class DuplicateEngineError(ValueError):
+    """Two plugins add an engine of the same name."""
+
+
 @dataclass
 class EngineRecord:
     name: str
@@ -95,7 +99,8 @@ class Registry:
         if name in RESERVED:
             raise ValueError(f"engine name {name!r} is reserved")
         if name in self.engines:
-            raise ValueError(f"engine {name!r} is already registered (by {self.engines[name].plugin or 'a plugin'})")
+            raise DuplicateEngineError(f"engine {name!r} is already registered "
+                                       f"(by {self.engines[name].plugin or 'a plugin'})")
         self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, self._plugin)
         return self.engines[name]
 

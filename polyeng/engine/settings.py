@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 
 from .names import Engine, engine_name
+from .scopes import Scoped
 
 ENV_COMPUTE_ENG = "POLYENG_COMPUTE_ENG"
 
@@ -61,7 +62,7 @@ def get_compute_eng() -> str:
     return current_scope().engine
 
 
-class compute_eng:
+class compute_eng(Scoped):
     """Prefer ``engine`` for op calls inside the ``with`` block (step 3 of the priority).
 
     Special-argument constraints (step 1) and device-tensor layout (step 2) still outrank
@@ -69,17 +70,10 @@ class compute_eng:
     of running on another engine. Scopes nest and are private to their thread / task.
     """
 
+    _var = _scope
+
     def __init__(self, engine, *, fallback: bool = True):
-        self.scope = EngineScope(check_engine(engine), bool(fallback))
-        self._tokens = []
-
-    def __enter__(self):
-        self._tokens.append(_scope.set(self.scope))
-        return self
-
-    def __exit__(self, *exc):
-        _scope.reset(self._tokens.pop())
-        return False
+        self.scope = self.value = EngineScope(check_engine(engine), bool(fallback))
 
     def __call__(self, fn):
         @functools.wraps(fn)

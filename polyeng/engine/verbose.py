@@ -6,6 +6,7 @@ import logging
 import os
 
 from .dtypes import short_name
+from .scopes import Scoped
 
 logger = logging.getLogger("polyeng")
 ENV_VERBOSE = "POLYENG_VERBOSE"
@@ -34,29 +35,24 @@ def level() -> int:
     return _env_level
 
 
-class verbose:
+class verbose(Scoped):
     """``with polyeng.verbose(1):`` prints one line per op call (2 adds dispatch lines)."""
 
+    _var = _level
+
     def __init__(self, level: int = 1):
-        self.level = _parse(level, "level")
-        self._tokens = []
-
-    def __enter__(self):
-        self._tokens.append(_level.set(self.level))
-        return self
-
-    def __exit__(self, *exc):
-        _level.reset(self._tokens.pop())
-        return False
+        self.level = self.value = _parse(level, "level")
 
 
 def _emit(line: str) -> None:
+    # Verbose was asked for, so an unconfigured logger gets a level and a handler; a level
+    # or handlers the application set are left alone.
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.INFO)
     if not logger.hasHandlers():
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
-    if logger.level == logging.NOTSET or logger.level > logging.INFO:
-        logger.setLevel(logging.INFO)
     logger.info(line)
 
 

@@ -15,15 +15,24 @@ def _native_types() -> tuple:
     return registry().native_types()
 
 
-def tensor(value, name: str, *, floats_only: bool = False, ranks=None, op: str = "") -> object:
-    """``value`` as a numpy array (or the device tensor it already is), with a supported dtype."""
+def tensor(value, name: str, *, floats_only: bool = False, ranks=None, op: str = "", like=None) -> object:
+    """``value`` as a numpy array (or the device tensor it already is), with a supported dtype.
+
+    ``like``: the dtype a Python list or scalar is given (weights written as lists take the
+    input's dtype rather than float64).
+    """
     if not (isinstance(value, np.ndarray) or isinstance(value, _native_types())):
         if value is None:
             raise TypeError(f"{name}=None: expected an array")
         try:
-            value = np.asarray(value)
+            converted = np.asarray(value)
         except Exception as exc:
             raise TypeError(f"{name}: cannot convert {type(value).__name__} to an array ({exc})") from None
+        if like is not None and converted.dtype.kind in "fiub" and not isinstance(value, np.generic):
+            converted = converted.astype(like)
+        value = converted
+    if isinstance(value, np.ndarray) and not value.dtype.isnative:
+        value = value.astype(value.dtype.newbyteorder("="))   # big-endian data, native arithmetic
     dtype = np.dtype(value.dtype)
     if dtype not in dt.SUPPORTED_DTYPES:
         raise TypeError(f"{name} has dtype {dtype}, which polyeng does not support; "
@@ -38,6 +47,26 @@ def tensor(value, name: str, *, floats_only: bool = False, ranks=None, op: str =
     return value
 
 
+def is_python_scalar(value) -> bool:
+    return isinstance(value, (bool, int, float)) and not isinstance(value, np.generic)
+
+
+def weak_scalar(value, other_dtype, name: str) -> np.ndarray:
+    """A Python scalar beside an array takes the array's dtype when its kind fits (numpy 2's weak
+    promotion, extended to bfloat16): ``select(m, x_f16, 0.0)`` stays float16."""
+    other = np.dtype(other_dtype)
+    if other in dt.FLOAT_DTYPES or (other.kind in "iu" and not isinstance(value, float)) or \
+            (other.kind == "b" and isinstance(value, bool)):
+        target = other
+    else:
+        target = np.result_type(other if other != dt.bfloat16 else dt.float16, value)
+    try:
+        with np.errstate(over="ignore"):   # a float too large for a 16-bit type becomes inf
+            return np.asarray(value, dtype=target)
+    except OverflowError:
+        raise ValueError(f"{name}={value!r} does not fit the other operand's dtype {other}") from None
+
+
 def integer(value, name: str, *, minimum=None) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name}={value!r}: expected an int")
@@ -49,6 +78,8 @@ def integer(value, name: str, *, minimum=None) -> int:
 
 def int_tuple(value, n: int, name: str, *, minimum=None) -> tuple:
     """An int or a sequence of ``n`` ints, as a tuple of ``n`` ints each >= ``minimum``."""
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iu":
+        value = tuple(value.tolist())
     if isinstance(value, (list, tuple)):
         if len(value) == 1:
             value = tuple(value) * n

@@ -54,13 +54,13 @@ def _validate_linear(x, weight, bias):
     x = check.tensor(x, "x", floats_only=True, op="linear")
     if len(x.shape) == 0:
         raise ValueError("x is 0-D; linear expects an array with at least one dimension (..., in_features)")
-    weight = check.tensor(weight, "weight", floats_only=True, ranks=(2,), op="linear")
+    weight = check.tensor(weight, "weight", floats_only=True, ranks=(2,), op="linear", like=x.dtype)
     check.same_or_f32(weight, x.dtype, "weight")
     if weight.shape[1] != x.shape[-1]:
         raise ValueError(f"weight has shape {check.shape_str(weight.shape)} but x {check.shape_str(x.shape)} has "
                          f"{x.shape[-1]} features; expected weight (out_features, {x.shape[-1]})")
     if bias is not None:
-        bias = check.tensor(bias, "bias", floats_only=True, ranks=(1,), op="linear")
+        bias = check.tensor(bias, "bias", floats_only=True, ranks=(1,), op="linear", like=x.dtype)
         check.same_or_f32(bias, x.dtype, "bias")
         if bias.shape[0] != weight.shape[0]:
             raise ValueError(f"bias has shape {check.shape_str(bias.shape)}; expected ({weight.shape[0]},) "

@@ -2,6 +2,8 @@
 import math
 import numbers
 
+import numpy as np
+
 from ..engine.amp import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
@@ -18,6 +20,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 def _validate(x, normalized_shape, weight, bias, eps):
     x = check.tensor(x, "x", floats_only=True, op="layer_norm")
+    if isinstance(normalized_shape, np.ndarray) and normalized_shape.ndim == 1:
+        normalized_shape = tuple(normalized_shape.tolist())
     if isinstance(normalized_shape, (list, tuple)):
         if len(normalized_shape) == 0:
             raise ValueError("normalized_shape=(): expected at least one dimension")
@@ -30,12 +34,14 @@ def _validate(x, normalized_shape, weight, bias, eps):
     params = {}
     for name, value in (("weight", weight), ("bias", bias)):
         if value is not None:
-            value = check.tensor(value, name, floats_only=True, op="layer_norm")
+            value = check.tensor(value, name, floats_only=True, op="layer_norm", like=x.dtype)
             if tuple(value.shape) != shape:
                 raise ValueError(f"{name} has shape {check.shape_str(value.shape)}; expected normalized_shape {shape}")
             check.same_or_f32(value, x.dtype, name)
         params[name] = value
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps < 0:
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
+        raise TypeError(f"eps={eps!r}: expected a real number")
+    if not math.isfinite(eps) or eps < 0:
         raise ValueError(f"eps={eps!r}: expected a finite real number >= 0")
     return {"x": x, "normalized_shape": shape, "weight": params["weight"], "bias": params["bias"],
             "eps": float(eps)}

@@ -1,4 +1,6 @@
 """permute_contiguous: a C-contiguous copy of ``x.transpose(dims)``."""
+import numpy as np
+
 from ..engine.amp import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
@@ -14,6 +16,8 @@ def permute_contiguous(x, dims):
 def _validate(x, dims):
     x = check.tensor(x, "x")
     ndim = len(x.shape)
+    if isinstance(dims, np.ndarray) and dims.ndim == 1:
+        dims = tuple(dims.tolist())
     if not isinstance(dims, (list, tuple)):
         raise TypeError(f"dims={dims!r}: expected a sequence of {ndim} ints")
     if len(dims) != ndim:

@@ -24,6 +24,12 @@ def _validate(cond, then, else_, auto_broadcast):
     if np.dtype(cond.dtype) != dt.bool_:
         raise TypeError(f"cond has dtype {np.dtype(cond.dtype)}; select expects a bool cond "
                         f"(compare first, e.g. mask != 0)")
+    if check.is_python_scalar(then) and not check.is_python_scalar(else_):
+        else_ = check.tensor(else_, "else_")
+        then = check.weak_scalar(then, else_.dtype, "then")
+    elif check.is_python_scalar(else_) and not check.is_python_scalar(then):
+        then = check.tensor(then, "then")
+        else_ = check.weak_scalar(else_, then.dtype, "else_")
     then = check.tensor(then, "then")
     else_ = check.tensor(else_, "else_")
     if auto_broadcast == "none":

@@ -15,13 +15,15 @@ def log_softmax(x, axis=-1):
     return run(LOG_SOFTMAX, x=x, axis=axis)
 
 
-def _validate(x, axis):
-    x = check.tensor(x, "x", floats_only=True, op="softmax")
-    return {"x": x, "axis": check.axis(axis, len(x.shape))}
+def _validator(op):
+    def validate(x, axis):
+        x = check.tensor(x, "x", floats_only=True, op=op)
+        return {"x": x, "axis": check.axis(axis, len(x.shape))}
+    return validate
 
 
 def _spec(name, function):
-    return OpSpec(name=name, function=function, validate=_validate, category=Category.DENY,
+    return OpSpec(name=name, function=function, validate=_validator(name), category=Category.DENY,
                   output_dtype=lambda args: args["x"].dtype)
 
 

@@ -7,7 +7,8 @@ _erf = np.frompyfunc(math.erf, 1, 1)   # correctly rounded libm erf; numpy has n
 
 
 def erf(x):
-    return _erf(x.astype(np.float64)).astype(x.dtype) if x.size else np.empty_like(x)
+    x = np.asarray(x)
+    return np.asarray(_erf(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
 
 
 def gelu(x, approximate):

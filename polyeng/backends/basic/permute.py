@@ -3,7 +3,7 @@ import numpy as np
 
 
 def permute_contiguous(x, dims):
-    return np.ascontiguousarray(np.transpose(x, dims))
+    return np.transpose(x, dims).copy(order="C")   # ascontiguousarray would make 0-d arrays 1-d
 
 
 KERNELS = {"permute_contiguous": permute_contiguous}
