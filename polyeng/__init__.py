@@ -1,5 +1,6 @@
 """polyeng: one numpy-level API for deep-learning operators, run on the best of several engines."""
-from .engine.dtypes import SCALAR_TYPES as _SCALAR_TYPES
+from numpy import bool_, float16, float32, float64, int8, int32, int64, uint8
+from .engine.dtypes import BFLOAT16_TYPE as bfloat16
 from .engine.names import Engine
 from .engine.errors import EngineError, FallbackWarning
 from .engine.hookspecs import hookimpl
@@ -9,9 +10,9 @@ from .engine.settings import bind, compute_eng, get_compute_eng, set_compute_eng
 from .engine.fpmath import FpMathMode, fp_math_mode, get_fp_math_mode, set_default_fp_math_mode
 from .engine.verbose import verbose
 from .engine.dispatch import explain
-from .ops import *  # noqa: F401,F403  (every op function)
-
-globals().update(_SCALAR_TYPES)   # polyeng.float32 is np.float32, polyeng.bfloat16 is ml_dtypes.bfloat16
+from .ops import (avg_pool2d, avg_pool3d, cast, concat, gelu, layer_norm, linear, log_softmax, lstm, matmul,
+                  max_pool2d, max_pool3d, permute_contiguous, select, softmax, upsample_bilinear2d,
+                  upsample_nearest)
 
 __version__ = "0.1.0"
 

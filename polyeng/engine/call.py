@@ -1,8 +1,8 @@
 """``OpSpec`` (what an op declares) and ``Call`` (one validated call of it)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 import numpy as np
 

@@ -7,11 +7,9 @@ from __future__ import annotations
 import numpy as np
 from ml_dtypes import bfloat16 as _ml_bfloat16
 
-# The public names (polyeng.float32, polyeng.bfloat16, ...) are the scalar types, as in numpy;
+# The public names (polyeng.float32, polyeng.bfloat16, ...) are scalar types, as in numpy;
 # the module-level dtype constants below are what the tables and checks use.
-SCALAR_TYPES = {"float32": np.float32, "float64": np.float64, "float16": np.float16,
-                "bfloat16": _ml_bfloat16, "int8": np.int8, "uint8": np.uint8, "int32": np.int32,
-                "int64": np.int64, "bool_": np.bool_}
+BFLOAT16_TYPE = _ml_bfloat16
 
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
