@@ -10,6 +10,7 @@ from .engine.settings import bind, compute_eng, get_compute_eng, set_compute_eng
 from .engine.fpmath import FpMathMode, fp_math_mode, get_fp_math_mode, set_default_fp_math_mode
 from .engine.verbose import verbose
 from .engine.dispatch import explain
+from . import amp
 from .ops import (avg_pool2d, avg_pool3d, cast, concat, gelu, layer_norm, linear, log_softmax, lstm, matmul,
                   max_pool2d, max_pool3d, permute_contiguous, select, softmax, upsample_bilinear2d,
                   upsample_nearest)
@@ -17,7 +18,7 @@ from .ops import (avg_pool2d, avg_pool3d, cast, concat, gelu, layer_norm, linear
 __version__ = "0.1.0"
 
 __all__ = [
-    "Engine", "EngineError", "FallbackWarning", "FpMathMode", "bind", "compute_eng", "engines",
+    "amp", "Engine", "EngineError", "FallbackWarning", "FpMathMode", "bind", "compute_eng", "engines",
     "explain", "fp_math_mode", "get_compute_eng", "get_fp_math_mode", "hookimpl", "register_backend",
     "set_compute_eng", "set_default_fp_math_mode", "unregister_backend", "verbose",
     "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int32", "int64", "uint8",

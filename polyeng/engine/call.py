@@ -33,15 +33,18 @@ class OpSpec:
 class Call:
     """One op call after validation: what ``accepts(call)`` and the selector look at."""
 
-    __slots__ = ("op", "args", "spec", "storage_dtype", "compute_dtype", "fp_math_mode")
+    __slots__ = ("op", "args", "spec", "storage_dtype", "fp_math_mode", "category", "accumulation_dtype",
+                 "allowed_compute")
 
     def __init__(self, spec: OpSpec, args: dict):
         self.spec = spec
         self.op = spec.name
         self.args = args
-        self.storage_dtype = None
-        self.compute_dtype = None
+        self.storage_dtype = None      # the dtype results are returned in
         self.fp_math_mode = None
+        self.category = spec.category  # after the mixed precision rules
+        self.accumulation_dtype = "float32"
+        self.allowed_compute = ()      # compute types the mode allows, most preferred first
 
     def tensors(self) -> dict:
         """name -> tensor for every array argument (lists and tuples flattened as name[i])."""

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from . import dtypes as dt
-from . import fpmath, verbose
+from . import amp, fpmath, verbose
 from .call import Call, OpSpec, map_arrays
 from .errors import EngineError, FallbackWarning
 from .plugins import registry
@@ -25,20 +25,22 @@ _warned_lock = threading.Lock()
 
 
 def prepare(spec: OpSpec, kwargs: dict) -> Call:
-    """Validate the arguments and settle the call's storage and compute dtypes."""
+    """Validate the arguments, then settle the storage dtype and the compute types the fp math
+    mode allows under the op's mixed precision rule."""
     call = Call(spec, spec.validate(**kwargs))
     mode = fpmath.get_fp_math_mode()
-    storage = np.dtype(spec.output_dtype(call.args))
-    call.storage_dtype = storage
+    call.storage_dtype = np.dtype(spec.output_dtype(call.args))
     call.fp_math_mode = mode
-    call.compute_dtype = storage if spec.exact else fpmath.compute_dtype(spec.category, storage, mode)
+    call.category, call.accumulation_dtype, _ = amp.conversion_for(call, fpmath.MIXED_DTYPE[mode])
+    call.allowed_compute = fpmath.allowed_compute(call.category, call.storage_dtype, mode, spec.exact)
     return call
 
 
 def decide(call: Call, reg=None) -> Decision:
-    decision = choose_engine(call, reg or registry(), current_scope())
+    reg = reg or registry()
+    decision = choose_engine(call, reg, current_scope())
     decision.fp_math_mode = call.fp_math_mode.value
-    decision.compute_dtype = dt.short_name(call.compute_dtype)
+    decision.compute_dtype = reg.kernel(call.op, decision.engine).compute_for(call)
     return decision
 
 
@@ -55,7 +57,8 @@ def run(spec: OpSpec, **kwargs):
     failures = []
     for position, engine in enumerate(decision.plan):
         kernel = reg.kernel(call.op, engine)
-        args, moved = _to_engine(call, engine, reg)
+        compute = kernel.compute_for(call)
+        args, moved = _to_engine(call, engine, reg, compute)
         start = time.perf_counter()
         try:
             # IEEE results (inf, nan) are the defined outcome, not kernel failures, whatever
@@ -75,16 +78,16 @@ def run(spec: OpSpec, **kwargs):
             ms = (time.perf_counter() - start) * 1e3
             step = decision.step if engine == decision.engine else "fallback"
             note = f"transferred {','.join(moved)} to host" if moved else ""
-            verbose.exec_line(call.op, engine, step, call.fp_math_mode.value, call.compute_dtype,
-                              call.tensors(), ms, note)
+            verbose.exec_line(call.op, engine, step, call.fp_math_mode.value, compute, call.tensors(), ms, note)
         return result
     engine, reason, exc = failures[-1]
     raise EngineError(engine, call.op, f"every candidate failed; last: {reason}") from exc
 
 
-def _to_engine(call: Call, engine: str, reg) -> tuple[dict, list]:
+def _to_engine(call: Call, engine: str, reg, compute: str) -> tuple[dict, list]:
     """The kernel's arguments: device tensors of other engines brought to the host, then
-    float arrays converted to the compute dtype (unless the op is exact)."""
+    float arrays converted to the compute type (unless the op is exact): widened to its
+    arithmetic dtype and, for a down-conversion (bf16, f16, tf32), rounded to it."""
     moved = []
 
     def to_host(value, name):
@@ -96,8 +99,12 @@ def _to_engine(call: Call, engine: str, reg) -> tuple[dict, list]:
 
     args = {name: _walk(value, lambda v, n=name: to_host(v, n)) for name, value in call.args.items()}
     if not call.spec.exact:
-        target = call.compute_dtype
-        convert = (lambda a: a.astype(target) if a.dtype != target and a.dtype in dt.FLOAT_DTYPES else a)
+        target = fpmath.arithmetic_dtype(compute)
+
+        def convert(a):
+            if a.dtype not in dt.FLOAT_DTYPES:
+                return a
+            return fpmath.down_convert(a.astype(target, copy=False), compute)
         args = {name: map_arrays(value, convert) for name, value in args.items()}
     return args, moved
 

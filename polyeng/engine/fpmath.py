@@ -31,7 +31,26 @@ class FpMathMode(str, enum.Enum):
     __format__ = str.__format__
 
 
+# The compatibility lattice, in one table: the types each mode allows f32 work to be computed
+# in, most preferred (fastest) first. f32 > tf32 > bf16 and f32 > tf32 > f16; bf16 and f16
+# are not comparable, so only ANY allows both.
+ALLOWED = {
+    FpMathMode.STRICT: ("f32",),
+    FpMathMode.TF32: ("tf32", "f32"),
+    FpMathMode.BF16: ("bf16", "tf32", "f32"),
+    FpMathMode.F16: ("f16", "tf32", "f32"),
+    FpMathMode.ANY: ("bf16", "f16", "tf32", "f32"),
+}
+# The down-conversion type a mode names, as given to mixed precision rules.
+MIXED_DTYPE = {FpMathMode.STRICT: "float32", FpMathMode.TF32: "tf32", FpMathMode.BF16: "bfloat16",
+               FpMathMode.F16: "float16", FpMathMode.ANY: "bfloat16"}
+# The lower types stand for rounding of the inputs; arithmetic and accumulation stay f32.
+DOWN_CONVERSIONS = ("tf32", "bf16", "f16")
+_BY_DTYPE = {dt.float32: FpMathMode.STRICT, dt.bfloat16: FpMathMode.BF16, dt.float16: FpMathMode.F16}
+
+
 def as_mode(value, where: str = "mode") -> FpMathMode:
+    """A mode from a ``FpMathMode``, a name (case-insensitive) or a float dtype (f32 = strict)."""
     if isinstance(value, FpMathMode):
         return value
     if isinstance(value, str):
@@ -39,6 +58,17 @@ def as_mode(value, where: str = "mode") -> FpMathMode:
             return FpMathMode(value.strip().lower())
         except ValueError:
             pass
+    else:
+        try:
+            dtype = np.dtype(value)
+        except TypeError:
+            dtype = None
+        if dtype in _BY_DTYPE:
+            return _BY_DTYPE[dtype]
+        if dtype is not None:
+            raise ValueError(f"{where}={dtype.name} is not a compatible down-conversion type for f32 work "
+                             f"(only float32, bfloat16, float16 and tf32 are); expected one of "
+                             f"{', '.join(m.value for m in FpMathMode)}")
     raise ValueError(f"{where}={value!r} is not an fp math mode; expected one of "
                      f"{', '.join(m.value for m in FpMathMode)}")
 
@@ -84,14 +114,40 @@ class fp_math_mode(Scoped):
         self.mode = self.value = as_mode(mode)
 
 
-def compute_dtype(category: Category, storage: np.dtype, mode: FpMathMode) -> np.dtype:
-    """The dtype a call computes in, given the op's category and the inputs' promoted dtype.
+def allowed_compute(category: Category, storage: np.dtype, mode: FpMathMode, exact: bool = False) -> tuple:
+    """The compute types a call may use, most preferred first.
 
-    16-bit float storage is computed in f32 (f32 accumulation) for every category;
-    f64 and integer work is untouched. Down-conversion of f32 work is not performed yet:
-    every mode computes f32 work in f32, which every mode allows.
+    Only f32 work of ALLOW ops is ever down-converted. 16-bit storage computes in f32
+    (f32 accumulation, written back in 16 bits); FOLLOW and DENY f32 work stays f32; f64,
+    integer and bool work, and exact (data movement) ops, run in their storage dtype.
     """
     storage = np.dtype(storage)
-    if storage in dt.SIXTEEN_BIT_FLOATS:
-        return dt.float32
-    return storage
+    if exact or storage not in dt.FLOAT_DTYPES or storage == dt.float64:
+        return (dt.short_name(storage),)
+    if storage in dt.SIXTEEN_BIT_FLOATS or category is not Category.ALLOW:
+        return ("f32",)
+    return ALLOWED[mode]
+
+
+def arithmetic_dtype(compute: str) -> np.dtype:
+    """The numpy dtype the arithmetic of a compute type runs in (down-conversions run in f32)."""
+    return dt.float32 if compute in DOWN_CONVERSIONS else dt.as_dtype(compute)
+
+
+def down_convert(a: np.ndarray, compute: str) -> np.ndarray:
+    """f32 values rounded (to nearest even) to what ``compute`` can represent, kept as f32."""
+    if compute == "tf32":
+        return round_to_tf32(a)
+    if compute in ("bf16", "f16"):
+        return dt.round_to(a, dt.as_dtype(compute)).astype(dt.float32)
+    return a
+
+
+def round_to_tf32(a: np.ndarray) -> np.ndarray:
+    """Round f32 values to TF32's 10 mantissa bits, nearest even; NaN and Inf kept, overflow to Inf."""
+    a = np.ascontiguousarray(a, dtype=dt.float32)
+    bits = a.view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    lsb = (bits >> 13) & 1
+    rounded = ((bits + np.uint32(0x0FFF) + lsb) & np.uint32(0xFFFFE000)).astype(np.uint32)
+    return np.where(finite, rounded, bits).view(dt.float32)

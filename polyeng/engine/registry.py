@@ -64,8 +64,21 @@ class KernelRecord:
     engine: str
     fn: Callable
     accepts: Optional[Callable] = None   # call -> None (accept) or a reason string
+    compute_types: Optional[tuple] = None   # e.g. ("f32", "bf16"); None: every type the mode allows
+
+    def compute_for(self, call) -> Optional[str]:
+        """The most preferred compute type the fp math mode allows and this kernel supports."""
+        if self.compute_types is None:
+            return call.allowed_compute[0]
+        for compute in call.allowed_compute:
+            if compute in self.compute_types:
+                return compute
+        return None
 
     def rejection(self, call) -> Optional[str]:
+        if self.compute_for(call) is None:
+            return (f"computes {call.op} in {', '.join(self.compute_types)} only; fp math mode "
+                    f"{call.fp_math_mode.value} allows {', '.join(call.allowed_compute)} for this call")
         if self.accepts is None:
             return None
         try:
@@ -104,7 +117,7 @@ class Registry:
         self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, self._plugin)
         return self.engines[name]
 
-    def add_kernel(self, op, engine, fn, accepts=None):
+    def add_kernel(self, op, engine, fn, accepts=None, compute_types=None):
         engine = engine_name(engine)
         if engine not in self.engines:
             raise ValueError(f"add_kernel({op!r}, {engine!r}): engine {engine!r} is not registered; call add_engine first")
@@ -112,7 +125,9 @@ class Registry:
             raise ValueError(f"add_kernel: unknown op {op!r}; expected one of {', '.join(sorted(self._known_ops))}")
         if not callable(fn):
             raise TypeError(f"add_kernel({op!r}, {engine!r}): fn must be callable, got {fn!r}")
-        self.kernels[(op, engine)] = KernelRecord(op, engine, fn, accepts)
+        if compute_types is not None:
+            compute_types = tuple(compute_types)
+        self.kernels[(op, engine)] = KernelRecord(op, engine, fn, accepts, compute_types)
 
     # -- queries ----------------------------------------------------------------
     def kernel(self, op: str, engine: str) -> Optional[KernelRecord]:

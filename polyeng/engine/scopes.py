@@ -16,8 +16,11 @@ class Scoped:
     _var: contextvars.ContextVar
     value: object
 
+    def _entered_value(self):
+        return self.value
+
     def __enter__(self):
-        token = self._var.set(self.value)
+        token = self._var.set(self._entered_value())
         _open.set(_open.get() + ((self, token),))
         return self
 

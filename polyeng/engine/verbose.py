@@ -70,7 +70,7 @@ def describe_args(tensors: dict) -> str:
 
 
 def exec_line(op, engine, step, mode, compute, tensors, ms, note="") -> None:
-    line = f"polyeng,exec,{op},{engine},{step},fpm:{mode},{short_name(compute)},{describe_args(tensors)},{ms:.4f}"
+    line = f"polyeng,exec,{op},{engine},{step},fpm:{mode},{compute},{describe_args(tensors)},{ms:.4f}"
     if note:
         line += f",{note}"
     _emit(line)
