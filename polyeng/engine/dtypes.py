@@ -104,7 +104,7 @@ def round_to(x: np.ndarray, dtype) -> np.ndarray:
 
 def _round_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if dtype == bfloat16 and x.dtype.kind in "iub":
-        x = x.astype(float64)   # exact below 2**53; ml_dtypes would round int -> f32 -> bf16 twice
+        x = _int_to_float64_for_bf16(x)   # ml_dtypes would round int -> f32 -> bf16 twice
     if dtype == bfloat16 and x.dtype == float64:
         narrow = x.astype(float32)
         inexact = (narrow.astype(float64) != x) & np.isfinite(x)
@@ -116,3 +116,22 @@ def _round_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
             narrow = bits.view(float32)
         return narrow.astype(bfloat16)
     return x.astype(dtype)
+
+
+def _int_to_float64_for_bf16(x: np.ndarray) -> np.ndarray:
+    """Integers as f64 values that round to bf16 exactly as the integers would.
+
+    Below 2**53 the conversion is exact. Above, the bits past the 24th significant one only
+    matter as a sticky bit, so they are folded into one before converting (rare: a loop).
+    """
+    out = x.astype(float64, order="C")
+    if x.dtype.itemsize == 8 and x.size:
+        big = np.flatnonzero(np.abs(out.ravel()) >= 2.0 ** 53)
+        flat_in, flat_out = x.ravel(), out.reshape(-1)
+        for i in big:
+            value = int(flat_in[i])
+            magnitude = abs(value)
+            shift = magnitude.bit_length() - 24
+            folded = ((magnitude >> shift) | (1 if magnitude & ((1 << shift) - 1) else 0)) << shift
+            flat_out[i] = float(folded if value > 0 else -folded)
+    return out
