@@ -89,3 +89,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 # ---------------------------------------------------------------------------
 # Shared fixtures
 # ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def backends():
+    """``backends(plugin)`` registers a backend for one test and unregisters it afterwards."""
+    import polyeng
+
+    registered = []
+
+    def register(plugin):
+        polyeng.register_backend(plugin)
+        registered.append(plugin)
+        return plugin
+    yield register
+    for plugin in reversed(registered):
+        polyeng.unregister_backend(plugin)

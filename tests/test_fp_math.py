@@ -230,17 +230,8 @@ class TypedEngine:
 
 
 @pytest.fixture
-def typed():
-    engines = []
-
-    def add(name, types):
-        engine = TypedEngine(name, types)
-        polyeng.register_backend(engine)
-        engines.append(engine)
-        return engine
-    yield add
-    for engine in engines:
-        polyeng.unregister_backend(engine)
+def typed(backends):
+    return lambda name, types: backends(TypedEngine(name, types))
 
 
 def test_engine_that_cannot_go_lower_computes_in_a_more_accurate_allowed_type(typed):

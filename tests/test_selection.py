@@ -9,17 +9,8 @@ from support import FakeEngine, FakeTensor, align_corners_unsupported
 
 
 @pytest.fixture
-def plugin(request):
-    engines = []
-
-    def add(*args, **kwargs):
-        engine = FakeEngine(*args, **kwargs)
-        polyeng.register_backend(engine)
-        engines.append(engine)
-        return engine
-    yield add
-    for engine in engines:
-        polyeng.unregister_backend(engine)
+def plugin(backends):
+    return lambda *args, **kwargs: backends(FakeEngine(*args, **kwargs))
 
 
 X = np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4)
