@@ -21,6 +21,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import polyeng  # noqa: E402
+from polyeng.engine import dtypes as dt  # noqa: E402
+from polyeng.engine.call import map_arrays  # noqa: E402
 from polyeng.ops import OPS  # noqa: E402
 from workload import cases  # noqa: E402
 
@@ -33,23 +35,11 @@ def _main_output(result):
 
 
 def _to64(value):
-    if isinstance(value, np.ndarray):
-        return value.astype(np.float64) if value.dtype.kind == "f" or value.dtype == polyeng.bfloat16 else value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to64(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _to64(v) for k, v in value.items()}
-    return value
+    return map_arrays(value, lambda a: a.astype(np.float64) if a.dtype in dt.FLOAT_DTYPES else a)
 
 
 def _astype(value, dtype):
-    if isinstance(value, np.ndarray):
-        return value.astype(dtype) if value.dtype == np.float32 else value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_astype(v, dtype) for v in value)
-    if isinstance(value, dict):
-        return {k: _astype(v, dtype) for k, v in value.items()}
-    return value
+    return map_arrays(value, lambda a: a.astype(dtype) if a.dtype == np.float32 else a)
 
 
 def relative_errors(result, reference) -> tuple[float, float]:

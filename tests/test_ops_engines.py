@@ -8,6 +8,7 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from polyeng.engine.call import map_arrays
 from polyeng.examples import example_calls
 from polyeng.ops import OPS
 
@@ -16,16 +17,6 @@ FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bf
 # Error allowed, in units of the storage dtype's epsilon, relative to max(1, |reference|).
 TOLERANCE = {"lstm": 64, "matmul": 32, "linear": 32, "layer_norm": 32, "softmax": 16, "log_softmax": 16,
              "avg_pool2d": 8, "avg_pool3d": 8, "upsample_bilinear2d": 8, "gelu": 8}
-
-
-def map_arrays(value, fn):
-    if isinstance(value, np.ndarray):
-        return fn(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(map_arrays(v, fn) for v in value)
-    if isinstance(value, dict):
-        return {k: map_arrays(v, fn) for k, v in value.items()}
-    return value
 
 
 def to_f64(a):

@@ -64,12 +64,17 @@ class Call:
         return f"Call({self.op}, {', '.join(self.tensors())})"
 
 
-def map_arrays(value, fn):
-    """Apply ``fn`` to every numpy array inside nested lists/tuples, keeping the structure."""
-    if isinstance(value, (np.ndarray, np.generic)):
+def _is_numpy(value) -> bool:
+    return isinstance(value, (np.ndarray, np.generic))
+
+
+def map_arrays(value, fn, is_leaf=_is_numpy):
+    """Apply ``fn`` to every leaf (by default: numpy array or scalar) inside nested lists,
+    tuples and dicts, keeping the structure."""
+    if is_leaf(value):
         return fn(value)
-    if isinstance(value, tuple):
-        return tuple(map_arrays(v, fn) for v in value)
-    if isinstance(value, list):
-        return [map_arrays(v, fn) for v in value]
+    if isinstance(value, (list, tuple)):
+        return type(value)(map_arrays(v, fn, is_leaf) for v in value)
+    if isinstance(value, dict):
+        return {k: map_arrays(v, fn, is_leaf) for k, v in value.items()}
     return value

@@ -97,7 +97,10 @@ def _to_engine(call: Call, engine: str, reg, compute: str) -> tuple[dict, list]:
         moved.append(name)
         return owner.to_host(value) if owner.to_host else np.asarray(value)
 
-    args = {name: _walk(value, lambda v, n=name: to_host(v, n)) for name, value in call.args.items()}
+    args = call.args
+    if reg.native_types():   # only when some engine owns device tensors
+        args = {name: map_arrays(value, lambda v, n=name: to_host(v, n), _is_device_tensor)
+                for name, value in args.items()}
     if not call.spec.exact:
         target = fpmath.arithmetic_dtype(compute)
 
@@ -109,12 +112,8 @@ def _to_engine(call: Call, engine: str, reg, compute: str) -> tuple[dict, list]:
     return args, moved
 
 
-def _walk(value, fn):
-    if isinstance(value, (list, tuple)):
-        return type(value)(_walk(v, fn) for v in value)
-    if hasattr(value, "shape") and not isinstance(value, np.ndarray):
-        return fn(value)
-    return value
+def _is_device_tensor(value) -> bool:
+    return hasattr(value, "shape") and not isinstance(value, (np.ndarray, np.generic))
 
 
 def _to_storage(result, call: Call):

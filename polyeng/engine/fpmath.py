@@ -1,7 +1,8 @@
 """The fp math mode: a scoped hint that allows f32 work to be done in a lower-precision type.
 
-The mode only *allows*; what a call actually computes in is decided per call by
-``compute_dtype`` from the op's AMP category and shown by ``explain`` and verbose.
+The mode only *allows*; what a call may compute in is decided per call by
+``allowed_compute`` from the op's AMP category, the engine picks the most preferred type
+its kernel supports, and ``explain`` and verbose show it.
 """
 from __future__ import annotations
 
