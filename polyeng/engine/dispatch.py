@@ -58,7 +58,7 @@ def run(spec: OpSpec, **kwargs):
     for position, engine in enumerate(decision.plan):
         kernel = reg.kernel(call.op, engine)
         compute = kernel.compute_for(call)
-        args, moved = _to_engine(call, engine, reg, compute)
+        args, moved = _to_engine(call, engine, reg, compute, kernel.native_storage)
         start = time.perf_counter()
         try:
             # IEEE results (inf, nan) are the defined outcome, not kernel failures, whatever
@@ -84,10 +84,11 @@ def run(spec: OpSpec, **kwargs):
     raise EngineError(engine, call.op, f"every candidate failed; last: {reason}") from exc
 
 
-def _to_engine(call: Call, engine: str, reg, compute: str) -> tuple[dict, list]:
+def _to_engine(call: Call, engine: str, reg, compute: str, native_storage: bool = False) -> tuple[dict, list]:
     """The kernel's arguments: device tensors of other engines brought to the host, then
     float arrays converted to the compute type (unless the op is exact): widened to its
-    arithmetic dtype and, for a down-conversion (bf16, f16, tf32), rounded to it."""
+    arithmetic dtype and, for a down-conversion (bf16, f16, tf32), rounded to it. A kernel
+    with ``native_storage`` reads 16-bit arrays itself, so those are passed as stored."""
     moved = []
 
     def to_host(value, name):
@@ -105,7 +106,7 @@ def _to_engine(call: Call, engine: str, reg, compute: str) -> tuple[dict, list]:
         target = fpmath.arithmetic_dtype(compute)
 
         def convert(a):
-            if a.dtype not in dt.FLOAT_DTYPES:
+            if a.dtype not in dt.FLOAT_DTYPES or (native_storage and a.dtype in dt.SIXTEEN_BIT_FLOATS):
                 return a
             return fpmath.down_convert(a.astype(target, copy=False), compute)
         args = {name: map_arrays(value, convert) for name, value in args.items()}

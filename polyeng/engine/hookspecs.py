@@ -15,8 +15,10 @@ def polyeng_register(registry):
     Call ``registry.add_engine(name, available=True, reason="", native_type=None)`` once
     per engine the plugin provides (``available`` may be a callable returning
     ``(bool, reason)``, evaluated lazily on first use), then
-    ``registry.add_kernel(op, engine, fn, accepts=None, compute_types=None)`` per kernel
-    (``compute_types``: the fp math compute types it supports, e.g. ``("f32", "bf16")``). ``fn`` receives the
+    ``registry.add_kernel(op, engine, fn, accepts=None, compute_types=None, native_storage=False)``
+    per kernel (``compute_types``: the fp math compute types it supports, e.g. ``("f32", "bf16")``;
+    ``native_storage=True``: the kernel reads float16/bfloat16 arrays as stored and returns
+    results in the input's storage dtype, instead of receiving them widened to f32). ``fn`` receives the
     public op's keyword arguments after validation and returns what the op returns;
     ``accepts(call)`` returns None to accept a call or a reason string to reject it
     (``call.op``, ``call.args``). An exception here leaves the plugin's engines

@@ -65,6 +65,7 @@ class KernelRecord:
     fn: Callable
     accepts: Optional[Callable] = None   # call -> None (accept) or a reason string
     compute_types: Optional[tuple] = None   # e.g. ("f32", "bf16"); None: every type the mode allows
+    native_storage: bool = False   # takes f16/bf16 arrays as stored and returns them so
 
     def compute_for(self, call) -> Optional[str]:
         """The most preferred compute type the fp math mode allows and this kernel supports."""
@@ -117,7 +118,7 @@ class Registry:
         self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, self._plugin)
         return self.engines[name]
 
-    def add_kernel(self, op, engine, fn, accepts=None, compute_types=None):
+    def add_kernel(self, op, engine, fn, accepts=None, compute_types=None, native_storage=False):
         engine = engine_name(engine)
         if engine not in self.engines:
             raise ValueError(f"add_kernel({op!r}, {engine!r}): engine {engine!r} is not registered; call add_engine first")
@@ -127,7 +128,7 @@ class Registry:
             raise TypeError(f"add_kernel({op!r}, {engine!r}): fn must be callable, got {fn!r}")
         if compute_types is not None:
             compute_types = tuple(compute_types)
-        self.kernels[(op, engine)] = KernelRecord(op, engine, fn, accepts, compute_types)
+        self.kernels[(op, engine)] = KernelRecord(op, engine, fn, accepts, compute_types, bool(native_storage))
 
     # -- queries ----------------------------------------------------------------
     def kernel(self, op: str, engine: str) -> Optional[KernelRecord]:

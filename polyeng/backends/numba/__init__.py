@@ -1,7 +1,30 @@
-"""NUMBA: JIT-compiled CPU kernels. Registered with its availability; kernels are added per op."""
+"""NUMBA: JIT-compiled CPU kernels, one module per op family (same file names as ``basic``).
+
+numba is imported on first use, not when polyeng is imported: registration only records
+lazy kernels, and the first call of an op imports its module (and compiles or loads its
+machine code from the on-disk cache).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import threading
+
 from ...engine.hookspecs import hookimpl
 
 NAME = "numba"
+
+# op -> module holding its kernel (the module's KERNELS dict maps op -> function).
+OPS = {
+    "concat": "concat", "permute_contiguous": "permute", "select": "select",
+    "avg_pool2d": "pooling", "avg_pool3d": "pooling", "max_pool2d": "pooling", "max_pool3d": "pooling",
+    "upsample_bilinear2d": "upsample", "upsample_nearest": "upsample",
+    "lstm": "lstm", "layer_norm": "normalization", "softmax": "softmax", "log_softmax": "softmax",
+    "matmul": "matmul", "linear": "matmul", "gelu": "activation", "cast": "cast",
+}
+# Kernels whose products run in numpy's BLAS receive f32 arrays from the dispatcher; every
+# other kernel reads and writes 16-bit storage itself.
+WIDENED_BY_DISPATCHER = {"lstm", "matmul", "linear"}
 
 
 def availability():
@@ -12,6 +35,39 @@ def availability():
     return True, ""
 
 
+class LazyKernel:
+    """Imports the kernel's module on first call; afterwards calls the kernel directly."""
+
+    __slots__ = ("op", "module", "fn", "_lock")
+
+    def __init__(self, op: str, module: str):
+        self.op, self.module, self.fn, self._lock = op, module, None, threading.Lock()
+
+    def __call__(self, **kwargs):
+        fn = self.fn
+        if fn is None:
+            fn = self.load()
+        return fn(**kwargs)
+
+    def load(self):
+        with self._lock:
+            if self.fn is None:
+                module = importlib.import_module(f"{__name__}.{self.module}")
+                self.fn = module.KERNELS[self.op]
+        return self.fn
+
+    def __repr__(self) -> str:
+        return f"<numba kernel {self.op} from {__name__}.{self.module}>"
+
+
+def _module_exists(module: str) -> bool:
+    return importlib.util.find_spec(f"{__name__}.{module}") is not None
+
+
 @hookimpl
 def polyeng_register(registry):
     registry.add_engine(NAME, available=availability)
+    for op, module in OPS.items():
+        if _module_exists(module):
+            registry.add_kernel(op, NAME, LazyKernel(op, module),
+                                native_storage=op not in WIDENED_BY_DISPATCHER)
