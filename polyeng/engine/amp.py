@@ -85,6 +85,11 @@ class conversion_override(Scoped):
         return _override.get() + ((self.op_name, self.func),)
 
 
+def has_user_rule(op_name: str) -> bool:
+    """Whether a registered rule or an active override may change ``op_name``'s rule."""
+    return bool(_rules.get(op_name)) or bool(_override.get())
+
+
 def default_rule(category: Category) -> Callable:
     def rule(call, mixed_dtype):
         if category is Category.DENY:

@@ -48,20 +48,25 @@ class Call:
 
     def tensors(self) -> dict:
         """name -> tensor for every array argument (lists and tuples flattened as name[i])."""
-        found = {}
-
-        def walk(name, value):
-            if isinstance(value, (list, tuple)):
-                for i, item in enumerate(value):
-                    walk(f"{name}[{i}]", item)
-            elif hasattr(value, "shape") and hasattr(value, "dtype"):
-                found[name] = value
-        for name, value in self.args.items():
-            walk(name, value)
-        return found
+        return tensors_of(self.args)
 
     def __repr__(self) -> str:
         return f"Call({self.op}, {', '.join(self.tensors())})"
+
+
+def tensors_of(args: dict) -> dict:
+    """name -> tensor for every array in ``args`` (lists and tuples flattened as name[i])."""
+    found = {}
+
+    def walk(name, value):
+        if isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                walk(f"{name}[{i}]", item)
+        elif hasattr(value, "shape") and hasattr(value, "dtype"):
+            found[name] = value
+    for name, value in args.items():
+        walk(name, value)
+    return found
 
 
 def _is_numpy(value) -> bool:

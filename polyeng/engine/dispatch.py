@@ -14,7 +14,9 @@ import numpy as np
 
 from . import dtypes as dt
 from . import amp, fpmath, verbose
-from .call import Call, OpSpec, map_arrays
+from . import plan_cache
+from .call import Call, OpSpec, map_arrays, tensors_of
+from .plan_cache import Plan
 from .errors import EngineError, FallbackWarning
 from .plugins import registry
 from .selector import ACCEPTED, Decision, choose_engine
@@ -24,10 +26,10 @@ _warned: set = set()
 _warned_lock = threading.Lock()
 
 
-def prepare(spec: OpSpec, kwargs: dict) -> Call:
-    """Validate the arguments, then settle the storage dtype and the compute types the fp math
-    mode allows under the op's mixed precision rule."""
-    call = Call(spec, spec.validate(**kwargs))
+def prepare(spec: OpSpec, kwargs: dict, args: dict | None = None) -> Call:
+    """Validate the arguments (unless ``args`` are already validated), then settle the storage
+    dtype and the compute types the fp math mode allows under the op's mixed precision rule."""
+    call = Call(spec, spec.validate(**kwargs) if args is None else args)
     mode = fpmath.get_fp_math_mode()
     call.storage_dtype = np.dtype(spec.output_dtype(call.args))
     call.fp_math_mode = mode
@@ -44,51 +46,98 @@ def decide(call: Call, reg=None) -> Decision:
     return decision
 
 
+def plan_for(spec: OpSpec, args: dict, reg) -> Plan:
+    """The plan for validated ``args``: from the decision cache, else made by the selector."""
+    mode = fpmath.get_fp_math_mode()
+    scope = current_scope()
+    key = plan_cache.key_for(spec.name, args, mode, scope)
+    plan = reg.plans.get(key) if key is not None else None
+    if plan is None:
+        call = prepare(spec, {}, args)
+        decision = decide(call, reg)
+        steps = []
+        for engine in decision.plan:
+            kernel = reg.kernel(call.op, engine)
+            compute = kernel.compute_for(call)
+            steps.append(plan_cache.Step(engine, kernel, compute, _needs_conversion(call, compute, kernel),
+                                         _needs_host(call, engine, reg)))
+        plan = plan_cache.Plan(decision, call.storage_dtype, mode.value, tuple(steps))
+        if key is not None:
+            reg.plans.put(key, plan)
+    return plan
+
+
 def run(spec: OpSpec, **kwargs):
     """Run one op call; what every public op function calls."""
     reg = registry()   # one snapshot per call, even if a plugin registers meanwhile
-    call = prepare(spec, kwargs)
-    decision = decide(call, reg)
+    args = spec.validate(**kwargs)
+    plan = plan_for(spec, args, reg)
+    decision = plan.decision
     level = verbose.level()
     if level >= 2:
         for c in decision.candidates:
             if c.verdict not in ("chosen", ACCEPTED):
-                verbose.dispatch_line(call.op, c.engine, c.verdict, c.reason)
+                verbose.dispatch_line(spec.name, c.engine, c.verdict, c.reason)
     failures = []
-    for position, engine in enumerate(decision.plan):
-        kernel = reg.kernel(call.op, engine)
-        compute = kernel.compute_for(call)
-        args, moved = _to_engine(call, engine, reg, compute, kernel.native_storage)
-        start = time.perf_counter()
+    for position, step in enumerate(plan.steps):
+        kernel_args, moved = args, []
+        if step.to_host:
+            kernel_args, moved = _to_host(kernel_args, step.engine, reg)
+        if step.convert:
+            kernel_args = _to_compute(kernel_args, step.compute, step.kernel.native_storage)
+        start = time.perf_counter() if level else 0.0
         try:
             # IEEE results (inf, nan) are the defined outcome, not kernel failures, whatever
             # the caller's numpy error settings are.
             with np.errstate(all="ignore"):
-                result = kernel.fn(**args)
+                result = step.kernel.fn(**kernel_args)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             if not decision.fallback:
-                raise EngineError(engine, call.op, f"kernel failed: {reason}") from exc
-            failures.append((engine, reason, exc))
-            if position + 1 < len(decision.plan):
-                _warn_fallback(call.op, engine, reason, decision.plan[position + 1])
+                raise EngineError(step.engine, spec.name, f"kernel failed: {reason}") from exc
+            failures.append((step.engine, reason, exc))
+            if position + 1 < len(plan.steps):
+                _warn_fallback(spec.name, step.engine, reason, plan.steps[position + 1].engine)
             continue
-        result = _to_storage(result, call)
+        if type(result) is not np.ndarray or result.dtype != plan.storage_dtype:
+            result = _to_storage(result, plan.storage_dtype)
         if level >= 1:
             ms = (time.perf_counter() - start) * 1e3
-            step = decision.step if engine == decision.engine else "fallback"
+            label = decision.step if step.engine == decision.engine else "fallback"
             note = f"transferred {','.join(moved)} to host" if moved else ""
-            verbose.exec_line(call.op, engine, step, call.fp_math_mode.value, compute, call.tensors(), ms, note)
+            verbose.exec_line(spec.name, step.engine, label, plan.mode, step.compute, tensors_of(args), ms, note)
         return result
     engine, reason, exc = failures[-1]
-    raise EngineError(engine, call.op, f"every candidate failed; last: {reason}") from exc
+    raise EngineError(engine, spec.name, f"every candidate failed; last: {reason}") from exc
 
 
-def _to_engine(call: Call, engine: str, reg, compute: str, native_storage: bool = False) -> tuple[dict, list]:
-    """The kernel's arguments: device tensors of other engines brought to the host, then
-    float arrays converted to the compute type (unless the op is exact): widened to its
-    arithmetic dtype and, for a down-conversion (bf16, f16, tf32), rounded to it. A kernel
-    with ``native_storage`` reads 16-bit arrays itself, so those are passed as stored."""
+def _needs_conversion(call: Call, compute: str, kernel) -> bool:
+    """Whether some float argument is not already what the kernel computes on."""
+    if call.spec.exact or compute is None:
+        return False
+    target = fpmath.arithmetic_dtype(compute)
+    down = compute in fpmath.DOWN_CONVERSIONS
+    found = []
+
+    def check(a):
+        if a.dtype in dt.FLOAT_DTYPES and not (kernel.native_storage and a.dtype in dt.SIXTEEN_BIT_FLOATS):
+            if down or a.dtype != target:
+                found.append(a)
+        return a
+    for value in call.args.values():
+        map_arrays(value, check, _has_dtype)
+    return bool(found)
+
+
+def _needs_host(call: Call, engine: str, reg) -> bool:
+    if not reg.native_types():
+        return False
+    return any(owner is not None and owner.name != engine
+               for owner in map(reg.owner_of, call.tensors().values()))
+
+
+def _to_host(args: dict, engine: str, reg) -> tuple[dict, list]:
+    """Device tensors of other engines brought to the host (named in ``moved`` for verbose)."""
     moved = []
 
     def to_host(value, name):
@@ -97,31 +146,35 @@ def _to_engine(call: Call, engine: str, reg, compute: str, native_storage: bool 
             return value
         moved.append(name)
         return owner.to_host(value) if owner.to_host else np.asarray(value)
-
-    args = call.args
-    if reg.native_types():   # only when some engine owns device tensors
-        args = {name: map_arrays(value, lambda v, n=name: to_host(v, n), _is_device_tensor)
-                for name, value in args.items()}
-    if not call.spec.exact:
-        target = fpmath.arithmetic_dtype(compute)
-
-        def convert(a):
-            if a.dtype not in dt.FLOAT_DTYPES or (native_storage and a.dtype in dt.SIXTEEN_BIT_FLOATS):
-                return a
-            return fpmath.down_convert(a.astype(target, copy=False), compute)
-        args = {name: map_arrays(value, convert) for name, value in args.items()}
+    args = {name: map_arrays(value, lambda v, n=name: to_host(v, n), _is_device_tensor)
+            for name, value in args.items()}
     return args, moved
+
+
+def _to_compute(args: dict, compute: str, native_storage: bool) -> dict:
+    """Float arrays converted to the compute type: widened to its arithmetic dtype and, for a
+    down-conversion (bf16, f16, tf32), rounded to it. A kernel with ``native_storage`` reads
+    16-bit arrays itself, so those are passed as stored."""
+    target = fpmath.arithmetic_dtype(compute)
+
+    def convert(a):
+        if a.dtype not in dt.FLOAT_DTYPES or (native_storage and a.dtype in dt.SIXTEEN_BIT_FLOATS):
+            return a
+        return fpmath.down_convert(a.astype(target, copy=False), compute)
+    return {name: map_arrays(value, convert) for name, value in args.items()}
+
+
+def _has_dtype(value) -> bool:
+    return hasattr(value, "dtype") and hasattr(value, "shape") or isinstance(value, np.generic)
 
 
 def _is_device_tensor(value) -> bool:
     return hasattr(value, "shape") and not isinstance(value, (np.ndarray, np.generic))
 
 
-def _to_storage(result, call: Call):
+def _to_storage(result, storage):
     """Results as numpy arrays (never numpy scalars) with float results in the caller's storage
     dtype: down-conversion stays hidden, and a kernel's f32 work comes back as f16/bf16."""
-    storage = call.storage_dtype
-
     def fix(a):
         a = np.asarray(a)
         if a.dtype != storage and a.dtype in dt.FLOAT_DTYPES and storage in dt.FLOAT_DTYPES:

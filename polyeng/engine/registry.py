@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .names import Engine, engine_name
+from .plan_cache import PlanCache
 
 RESERVED = {Engine.RECOMMEND.value}
 
@@ -106,6 +107,7 @@ class Registry:
         self.kernels: dict[tuple[str, str], KernelRecord] = {}
         self._known_ops = known_ops
         self._plugin = ""
+        self.plans = PlanCache()   # decisions made with this registry, by call signature
 
     # -- the API plugins call -------------------------------------------------
     def add_engine(self, name, available=True, reason="", native_type=None, to_host=None):

@@ -15,13 +15,18 @@ def _native_types() -> tuple:
     return registry().native_types()
 
 
+_SUPPORTED = frozenset(dt.SUPPORTED_DTYPES)   # sets: membership is one hash, not a compare per dtype
+_FLOATS = frozenset(dt.FLOAT_DTYPES)
+
+
 def tensor(value, name: str, *, floats_only: bool = False, ranks=None, op: str = "", like=None) -> object:
     """``value`` as a numpy array (or the device tensor it already is), with a supported dtype.
 
     ``like``: the dtype a Python list or scalar is given (weights written as lists take the
     input's dtype rather than float64).
     """
-    if not (isinstance(value, np.ndarray) or isinstance(value, _native_types())):
+    if type(value) is not np.ndarray and not isinstance(value, np.ndarray) \
+            and not isinstance(value, _native_types()):
         if value is None:
             raise TypeError(f"{name}=None: expected an array")
         try:
@@ -31,13 +36,14 @@ def tensor(value, name: str, *, floats_only: bool = False, ranks=None, op: str =
         if like is not None and converted.dtype.kind in "fiub" and not isinstance(value, np.generic):
             converted = converted.astype(like)
         value = converted
-    if isinstance(value, np.ndarray) and not value.dtype.isnative:
-        value = value.astype(value.dtype.newbyteorder("="))   # big-endian data, native arithmetic
-    dtype = np.dtype(value.dtype)
-    if dtype not in dt.SUPPORTED_DTYPES:
+    dtype = value.dtype
+    if isinstance(value, np.ndarray) and not dtype.isnative:
+        value = value.astype(dtype.newbyteorder("="))   # big-endian data, native arithmetic
+        dtype = value.dtype
+    if dtype not in _SUPPORTED:
         raise TypeError(f"{name} has dtype {dtype}, which polyeng does not support; "
                         f"expected one of {dt.supported_names()}")
-    if floats_only and dtype not in dt.FLOAT_DTYPES:
+    if floats_only and dtype not in _FLOATS:
         raise TypeError(f"{name} has dtype {dtype}; {op or 'this op'} expects a floating-point array "
                         f"(float16, bfloat16, float32 or float64)")
     if ranks is not None and len(value.shape) not in ranks:
@@ -107,7 +113,8 @@ def flag(value, name: str) -> bool:
 
 def axis(value, ndim: int, name: str = "axis") -> int:
     """A normalised axis in [0, ndim); 0-d arrays accept -1 and 0 as numpy and PyTorch do."""
-    value = integer(value, name)
+    if type(value) is not int:
+        value = integer(value, name)
     bound = max(ndim, 1)
     if not -bound <= value < bound:
         raise ValueError(f"{name}={value} is out of range for an array with {ndim} dimensions; "
