@@ -1,7 +1,8 @@
 """The benchmark workload, defined once: one entry per case with its shape and arguments.
 
 ``cases(scale)`` builds the calls; ``scale < 1`` shrinks the leading (batch-like) dimension
-so the same cases run quickly in tests.
+so the same cases run quickly in tests. Each case also names its PyTorch equivalent (used by
+``polyeng bench``), and ``moved_bytes`` says how many bytes a call reads and writes.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ class Case:
     name: str      # e.g. "softmax axis=-1"
     op: str        # polyeng op name
     make: Callable  # (rng, dtype, scale) -> (args, kwargs)
+    torch: Callable | None = None  # (torch, F, args, kwargs) with args as tensors -> a no-argument call
 
 
 def _batch(n: int, scale: float) -> int:
@@ -34,32 +36,79 @@ def _lstm(rng, dtype, scale):
     return (_t(rng, dtype, seq, batch, inp), params), {}
 
 
+def _torch_lstm(torch, F, args, kwargs):
+    x, params = args
+    w_ih, w_hh = params[0][:2]
+    module = torch.nn.LSTM(w_ih.shape[1], w_hh.shape[1], dtype=x.dtype)
+    with torch.no_grad():
+        for name, value in zip(("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"), params[0]):
+            getattr(module, name).copy_(value)
+
+    def call():
+        with torch.no_grad():
+            return module(x)
+    return call
+
+
+def _torch_pool(name):
+    return lambda t, F, a, k: lambda: getattr(F, name)(*a, **k)
+
+
+def _torch_interpolate(mode):
+    return lambda t, F, a, k: lambda: F.interpolate(a[0], mode=mode, **k)
+
+
 CASES = [
     Case("concat", "concat", lambda r, d, s: (([_t(r, d, _batch(8, s), 64, 56, 56), _t(r, d, _batch(8, s), 64, 56, 56)],),
-                                              {"axis": 1})),
+                                              {"axis": 1}),
+         lambda t, F, a, k: lambda: t.cat(a[0], dim=k["axis"])),
     Case("avg_pool2d", "avg_pool2d", lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 112, 112), 3),
-                                                      {"stride": 2, "padding": 1})),
+                                                      {"stride": 2, "padding": 1}), _torch_pool("avg_pool2d")),
     Case("max_pool2d", "max_pool2d", lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 112, 112), 3),
-                                                      {"stride": 2, "padding": 1})),
+                                                      {"stride": 2, "padding": 1}), _torch_pool("max_pool2d")),
     Case("max_pool3d", "max_pool3d", lambda r, d, s: ((_t(r, d, _batch(4, s), 32, 16, 56, 56), 3),
-                                                      {"stride": 2, "padding": 1})),
+                                                      {"stride": 2, "padding": 1}), _torch_pool("max_pool3d")),
     Case("layer_norm", "layer_norm", lambda r, d, s: ((_t(r, d, _batch(32, s), 512, 768), 768),
-                                                      {"weight": _t(r, d, 768), "bias": _t(r, d, 768)})),
-    Case("softmax axis=-1", "softmax", lambda r, d, s: ((_t(r, d, _batch(32, s), 12, 128, 128),), {"axis": -1})),
-    Case("softmax axis=1", "softmax", lambda r, d, s: ((_t(r, d, _batch(32, s), 12, 128, 128),), {"axis": 1})),
+                                                      {"weight": _t(r, d, 768), "bias": _t(r, d, 768)}),
+         lambda t, F, a, k: lambda: F.layer_norm(a[0], (a[1],), k["weight"], k["bias"])),
+    Case("softmax axis=-1", "softmax", lambda r, d, s: ((_t(r, d, _batch(32, s), 12, 128, 128),), {"axis": -1}),
+         lambda t, F, a, k: lambda: t.softmax(a[0], dim=k["axis"])),
+    Case("softmax axis=1", "softmax", lambda r, d, s: ((_t(r, d, _batch(32, s), 12, 128, 128),), {"axis": 1}),
+         lambda t, F, a, k: lambda: t.softmax(a[0], dim=k["axis"])),
     Case("upsample_bilinear2d", "upsample_bilinear2d",
-         lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56),), {"scale_factor": 2.0, "align_corners": False})),
+         lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56),), {"scale_factor": 2.0, "align_corners": False}),
+         _torch_interpolate("bilinear")),
     Case("upsample_bilinear2d align_corners", "upsample_bilinear2d",
-         lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56),), {"scale_factor": 2.0, "align_corners": True})),
+         lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56),), {"scale_factor": 2.0, "align_corners": True}),
+         _torch_interpolate("bilinear")),
     Case("upsample_nearest", "upsample_nearest",
-         lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56),), {"scale_factor": 2.0})),
+         lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56),), {"scale_factor": 2.0}), _torch_interpolate("nearest")),
     Case("permute_contiguous", "permute_contiguous",
-         lambda r, d, s: ((_t(r, d, _batch(32, s), 128, 12, 64), (0, 2, 1, 3)), {})),
+         lambda r, d, s: ((_t(r, d, _batch(32, s), 128, 12, 64), (0, 2, 1, 3)), {}),
+         lambda t, F, a, k: lambda: a[0].permute(*a[1]).contiguous()),
     Case("select", "select", lambda r, d, s: ((r.random((_batch(32, s), 12, 128, 128)) > 0.5,
-                                              _t(r, d, _batch(32, s), 12, 128, 128), _t(r, d, 1, 1, 1, 128)), {})),
-    Case("lstm", "lstm", _lstm),
-    Case("matmul", "matmul", lambda r, d, s: ((_t(r, d, _batch(32, s) * 128, 768), _t(r, d, 768, 768)), {})),
+                                              _t(r, d, _batch(32, s), 12, 128, 128), _t(r, d, 1, 1, 1, 128)), {}),
+         lambda t, F, a, k: lambda: t.where(*a)),
+    Case("lstm", "lstm", _lstm, _torch_lstm),
+    Case("matmul", "matmul", lambda r, d, s: ((_t(r, d, _batch(32, s) * 128, 768), _t(r, d, 768, 768)), {}),
+         lambda t, F, a, k: lambda: t.matmul(*a)),
 ]
+
+
+def _arrays(value):
+    if isinstance(value, np.ndarray):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _arrays(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _arrays(item)
+
+
+def moved_bytes(args, kwargs, result) -> int:
+    """Bytes a call reads (every input array, weights included) plus bytes it writes (every output)."""
+    return sum(a.nbytes for a in _arrays((args, kwargs))) + sum(a.nbytes for a in _arrays(result))
 
 
 def cases(scale: float = 1.0, dtype=np.float32, seed: int = 0):

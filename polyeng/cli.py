@@ -1,8 +1,9 @@
-"""The ``polyeng`` command line: info, explain, demo."""
+"""The ``polyeng`` command line: info, bench, explain, demo."""
 from __future__ import annotations
 
 import argparse
 import ast
+import os
 import re
 import sys
 
@@ -64,6 +65,42 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    import json
+    import time
+    from .bench import BenchError, parse_dtypes, run_bench
+    from .bench_report import Progress, plot, require_matplotlib, table
+    start = time.perf_counter()
+    # Engines run interleaved: OpenMP workers that spin after a kernel (torch's, numba's) would steal
+    # the cores from the next engine's call. Read when an OpenMP runtime loads, so set it before torch.
+    policy_was_set = "OMP_WAIT_POLICY" in os.environ
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        if args.repeat < 1 or args.threads < 1 or args.scale <= 0:
+            raise BenchError(f"--repeat {args.repeat}, --threads {args.threads}, --scale {args.scale}: "
+                             "expected positive numbers")
+        args.dtypes = parse_dtypes(args.dtype)
+        if args.plot:
+            require_matplotlib()   # before the run, not after minutes of it
+        progress = Progress(quiet=args.quiet)
+        report = run_bench(args, progress)
+        progress.finish(f"polyeng bench: {len(report['results'])} case runs on {', '.join(report['engines'])} "
+                        f"in {time.perf_counter() - start:.1f} s")
+        print(table(report))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+        if args.plot:
+            plot(report, args.plot)
+    except (BenchError, OSError) as exc:
+        print(f"polyeng bench: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if not policy_was_set:
+            os.environ.pop("OMP_WAIT_POLICY", None)
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .demo import run_demo
     return run_demo(repeats=args.repeats)
@@ -84,6 +121,19 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--engine", default="recommend", help="the user engine (as compute_eng)")
     explain.add_argument("--no-fallback", action="store_true", help="as compute_eng(..., fallback=False)")
     explain.add_argument("--fp-math", default="strict", help="fp math mode for the call")
+    bench = sub.add_parser("bench", help="time the benchmark workload per op and engine, against PyTorch and "
+                                         "copy bandwidth", epilog="example: polyeng bench --cases softmax,pool "
+                                                                  "--dtype all --json out.json --plot out.png")
+    bench.add_argument("--dtype", default="f32", help="f32 (default), a comma list such as f32,bf16,f16, or all")
+    bench.add_argument("--cases", help="comma list of substrings; only cases whose name contains one run")
+    bench.add_argument("--engines", help="comma list of engines (default: every available one with the op)")
+    bench.add_argument("--scale", type=float, default=1.0, help="batch scale of the workload (default 1.0)")
+    bench.add_argument("--repeat", type=int, default=7, help="timed repetitions per case and engine (default 7)")
+    bench.add_argument("--threads", type=int, default=2, help="threads for torch and numba (default 2)")
+    bench.add_argument("--no-torch", action="store_true", help="do not run the PyTorch equivalents")
+    bench.add_argument("--json", metavar="PATH", help="write every time, the medians and the header as JSON")
+    bench.add_argument("--plot", metavar="PATH", help="write a PNG chart of torch/engine (needs matplotlib)")
+    bench.add_argument("--quiet", action="store_true", help="no progress output on stderr")
     demo = sub.add_parser("demo", help="run every op and a small model on every available engine")
     demo.add_argument("--repeats", type=int, default=3, help="timed repetitions per op and engine")
     return parser
@@ -91,4 +141,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    return {"info": cmd_info, "explain": cmd_explain, "demo": cmd_demo}[args.command](args)
+    return {"info": cmd_info, "bench": cmd_bench, "explain": cmd_explain, "demo": cmd_demo}[args.command](args)

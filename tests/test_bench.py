@@ -1,0 +1,155 @@
+"""``polyeng bench``: JSON and table, the correctness guard, the chart and its missing-matplotlib error."""
+import io
+import json
+import sys
+
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.bench_report import Progress
+from polyeng.cli import main
+
+SMALL = ["bench", "--scale", "0.01", "--repeat", "2", "--quiet"]
+
+
+class NumpyConcat:
+    """A correct second engine, so ratios against BASIC exist without torch."""
+
+    @polyeng.hookimpl
+    def polyeng_register(self, registry):
+        registry.add_engine("npconcat", available=True)
+        registry.add_kernel("concat", "npconcat", self.concat)
+
+    def concat(self, tensors, axis):
+        return np.concatenate(tensors, axis=axis)
+
+
+class ZeroSoftmax:
+    """A fast, wrong engine: the bench must flag it instead of reporting its speed."""
+
+    @polyeng.hookimpl
+    def polyeng_register(self, registry):
+        registry.add_engine("zerosoftmax", available=True)
+        registry.add_kernel("softmax", "zerosoftmax", self.softmax)
+
+    def softmax(self, x, axis):
+        return np.zeros_like(x)
+
+
+class BrokenSoftmax:
+    """An engine whose kernel raises: its row says so and the others still run."""
+
+    @polyeng.hookimpl
+    def polyeng_register(self, registry):
+        registry.add_engine("brokensoftmax", available=True)
+        registry.add_kernel("softmax", "brokensoftmax", self.softmax)
+
+    def softmax(self, x, axis):
+        raise RuntimeError("kernel crashed")
+
+
+def test_json_has_every_case_engine_and_median(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    assert main(SMALL + ["--cases", "concat,softmax axis=-1", "--engines", "basic", "--no-torch",
+                         "--json", str(path)]) == 0
+    report = json.loads(path.read_text())
+    assert {"date", "cpu_count", "threads", "python", "numpy", "numba", "torch", "polyeng"} <= set(report["header"])
+    assert [e["case"] for e in report["results"]] == ["concat", "softmax axis=-1"]
+    for entry in report["results"]:
+        assert entry["dtype"] == "f32" and entry["bytes"] > 0
+        assert entry["copy"]["median_s"] > 0 and len(entry["copy"]["times_s"]) == 2
+        basic = entry["engines"]["basic"]
+        assert basic["ok"] and basic["median_s"] > 0 and len(basic["times_s"]) == 2
+        assert basic["gbps"] > 0 and basic["basic_ratio"] == 1.0
+    out, err = capsys.readouterr()
+    assert err == ""                                   # --quiet
+    for text in ("cores:", "threads:", "numpy", "median ms", "GB/s", "% copy", "torch/eng", "basic/eng",
+                 "softmax axis=-1", "(copy)"):
+        assert text in out
+    assert "torch not run" in out and report["engines"] == ["basic"]
+
+
+def test_torch_row_and_ratios_when_torch_is_installed(tmp_path, capsys):
+    pytest.importorskip("torch")
+    path = tmp_path / "bench.json"
+    assert main(SMALL + ["--cases", "permute", "--engines", "basic", "--json", str(path)]) == 0
+    report = json.loads(path.read_text())
+    assert report["engines"] == ["basic", "torch"]
+    engines = report["results"][0]["engines"]
+    assert engines["torch"]["ok"] and engines["torch"]["median_s"] > 0 and engines["basic"]["torch_ratio"] > 0
+    assert "geometric mean of torch/engine, f32: basic" in capsys.readouterr().out
+
+
+def test_a_wrong_result_is_marked_not_ranked(backends, tmp_path, capsys):
+    backends(ZeroSoftmax())
+    backends(BrokenSoftmax())
+    path = tmp_path / "bench.json"
+    assert main(SMALL + ["--cases", "softmax axis=1", "--engines", "basic,zerosoftmax,brokensoftmax", "--no-torch",
+                         "--dtype", "f32,bf16", "--json", str(path)]) == 0
+    report = json.loads(path.read_text())
+    assert [e["dtype"] for e in report["results"]] == ["f32", "bf16"]
+    for entry in report["results"]:
+        wrong = entry["engines"]["zerosoftmax"]
+        assert not wrong["ok"] and wrong["basic_ratio"] is None and wrong["copy_pct"] is None
+        assert "brokensoftmax" not in entry["engines"] and "kernel crashed" in entry["errors"]["brokensoftmax"]
+    out = capsys.readouterr().out
+    assert out.count("MISMATCH vs basic") == 2 and out.count("kernel crashed") == 2 and "torch not run" in out
+
+
+def test_plot_without_matplotlib_is_a_one_line_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    path = tmp_path / "bench.png"
+    assert main(SMALL + ["--cases", "concat", "--engines", "basic", "--plot", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("polyeng bench: --plot needs matplotlib") and "pip install" in err
+    assert len(err.strip().splitlines()) == 1 and out == "" and not path.exists()   # refused before running
+
+
+def test_plot_is_written(backends, tmp_path):
+    pytest.importorskip("matplotlib")
+    backends(NumpyConcat())
+    path = tmp_path / "bench.png"
+    assert main(SMALL + ["--cases", "concat", "--engines", "basic,npconcat", "--no-torch", "--plot", str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--cases", "conv2d"], "matches no case"),
+    (["--engines", "cuda"], "not a registered engine"),
+    (["--dtype", "s8"], "needs a float dtype"),
+    (["--dtype", "f8"], "'f8' is not a supported dtype"),
+    (["--repeat", "0"], "expected positive numbers"),
+])
+def test_bad_options_are_one_line_errors(argv, message, capsys):
+    assert main(SMALL + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("polyeng bench: ") and message in err and "Traceback" not in err
+
+
+def test_missing_workload_is_a_one_line_error(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(polyeng, "__file__", str(tmp_path / "polyeng" / "__init__.py"))
+    monkeypatch.delitem(sys.modules, "polyeng_benchmarks_workload", raising=False)
+    monkeypatch.setitem(sys.modules, "benchmarks", None)
+    assert main(SMALL + ["--cases", "concat"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("polyeng bench: the benchmark workload was not found") and len(err.splitlines()) == 1
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_on_a_terminal_only():
+    terminal, pipe = _Terminal(), io.StringIO()
+    for stream in (terminal, pipe):
+        bar = Progress(stream)
+        bar(3, 10, "softmax axis=1 f32")
+        bar.finish("done")
+    assert "\r[" in terminal.getvalue() and "3/10 softmax axis=1 f32" in terminal.getvalue()
+    assert pipe.getvalue() == "done\n"
+    quiet = io.StringIO()
+    Progress(quiet, quiet=True).finish("done")
+    assert quiet.getvalue() == ""
