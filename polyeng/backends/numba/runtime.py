@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 
 import numba
+from numba.core.errors import NumbaIRAssumptionWarning
 
 FASTMATH = {"reassoc", "contract"}
 launch_lock = threading.Lock()
@@ -49,25 +51,39 @@ def guard_cache(dispatcher) -> None:
     unguarded = dispatcher.compile
 
     def compile_locked(sig):
-        with cache_lock(dispatcher):
+        with cache_lock(dispatcher), warnings.catch_warnings():
+            # numba's SSA pass flags the variables of functions it inlined twice into one
+            # loop (sigmoid and tanh in the LSTM step) with an internal "pedantic" warning;
+            # the generated code is correct (the tests compare it with BASIC).
+            warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning)
             return unguarded(sig)
     dispatcher.compile = compile_locked
 
 
+_held = threading.local()   # how deep this thread is in guarded compiles
+
+
 @contextlib.contextmanager
 def cache_lock(dispatcher):
-    if fcntl is None:
-        yield
-        return
-    path = _lock_path(dispatcher)
+    """Exclusive across processes; re-entrant within a thread, since compiling one kernel
+    compiles the jitted functions it calls (a second ``flock`` on a new file description
+    would wait on the first one forever)."""
+    depth = getattr(_held, "depth", 0)
+    path = _lock_path(dispatcher) if fcntl is not None and depth == 0 else None
     if path is None:
-        yield
-        return
-    with open(path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        _held.depth = depth + 1
         try:
             yield
         finally:
+            _held.depth = depth
+        return
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _held.depth = 1
+        try:
+            yield
+        finally:
+            _held.depth = 0
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 

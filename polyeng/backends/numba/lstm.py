@@ -1,0 +1,106 @@
+"""lstm on NUMBA: numpy's BLAS does the matrix products, one JIT kernel per time step does the rest.
+
+Per layer, one BLAS call projects every time step's input for both directions at once
+(``x @ [w_ih_fwd; w_ih_rev].T``). Per time step, one BLAS call multiplies the hidden states
+of every direction by their ``w_hh.T`` into a preallocated buffer, and ``_step`` fuses what
+follows: adding the projection and the biases, the gate activations, the cell update, and
+the writes of ``h``, ``c`` and ``y``. The kernel reads the projection and writes ``y`` in
+the caller's layout (time-major, batch-first or unbatched) through a row index, so no
+transpose of the sequence is ever made, and each layer writes its output over the previous
+one (the projection has already consumed it).
+
+The step kernel is serial on purpose: it alternates with BLAS calls whose worker threads
+are still spinning when it starts, and a parallel launch there contends with them (measured
+several times slower on two cores than the serial kernel, which costs less than the step's
+BLAS product).
+
+The dispatcher hands this kernel f32 (or f64) arrays; 16-bit storage never reaches it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.lstm import geometry
+from .mathfn import sigmoid, tanh
+from .runtime import jit
+
+
+@jit
+def _step(gates, projected, bias, h, c, y, step, seq_len, time_stride, batch_stride):
+    """One time step of every direction. ``gates`` (D, N, 4H) holds ``h @ w_hh.T``;
+    ``projected`` (rows, D*4H) and ``y`` (rows, D*H) are indexed by row
+    ``t * time_stride + n * batch_stride``; direction 1 runs backwards in time."""
+    directions, batch, four_hidden = gates.shape
+    hidden = four_hidden // 4
+    for item in range(directions * batch):
+        d = item // batch
+        n = item - d * batch
+        t = step if d == 0 else seq_len - 1 - step
+        row = t * time_stride + n * batch_stride
+        g_row = gates[d, n]
+        p_row = projected[row, d * four_hidden:(d + 1) * four_hidden]
+        b_row = bias[d * four_hidden:(d + 1) * four_hidden]
+        c_row = c[d, n]
+        y_row = y[row, d * hidden:(d + 1) * hidden]
+        # three simple loops instead of one: each touches few enough arrays that LLVM's
+        # runtime alias checks stay under its limit and every loop vectorizes
+        for k in range(four_hidden):
+            g_row[k] += p_row[k] + b_row[k]
+        for j in range(hidden):
+            i_gate = sigmoid(g_row[j])
+            f_gate = sigmoid(g_row[hidden + j])
+            g_gate = tanh(g_row[2 * hidden + j])
+            o_gate = sigmoid(g_row[3 * hidden + j])
+            cell = f_gate * c_row[j] + i_gate * g_gate
+            c_row[j] = cell
+            y_row[j] = o_gate * tanh(cell)
+        h[d, n] = y_row
+
+
+def _layer_weights(entries, dtype):
+    """(w_ih.T for every direction side by side, w_hh.T stacked per direction, summed biases)."""
+    w_ih_t = entries[0][0].T if len(entries) == 1 else np.concatenate([e[0] for e in entries]).T
+    # a C-contiguous (H, 4H) right operand makes the small per-step product markedly faster in BLAS
+    w_hh_t = np.ascontiguousarray(np.stack([e[1].T for e in entries]))
+    four_hidden = entries[0][1].shape[0]
+    bias = np.zeros(len(entries) * four_hidden, dtype)
+    for d, (_, _, b_ih, b_hh) in enumerate(entries):
+        for b in (b_ih, b_hh):
+            if b is not None:
+                bias[d * four_hidden:(d + 1) * four_hidden] += b
+    return w_ih_t, w_hh_t, bias
+
+
+def lstm(x, params, h0, c0, batch_first, bidirectional):
+    shape = geometry(x.shape, params, batch_first, bidirectional)
+    dtype = x.dtype
+    seq_len, batch, hidden, dirs = shape.seq_len, shape.batch, shape.hidden_size, shape.num_directions
+    states = (shape.num_layers * dirs, batch, hidden)
+    h_n = np.zeros(states, dtype) if h0 is None else np.array(h0, dtype).reshape(states)
+    c_n = np.zeros(states, dtype) if c0 is None else np.array(c0, dtype).reshape(states)
+    y = np.empty(shape.output_shape, dtype)
+    if y.size == 0:
+        return y, (h_n.reshape(shape.state_shape), c_n.reshape(shape.state_shape))
+    if shape.batch_first and not shape.unbatched:
+        time_stride, batch_stride = 1, seq_len
+    else:
+        time_stride, batch_stride = batch, 1
+    layer_input = x.reshape(seq_len * batch, shape.input_size)
+    y_rows = y.reshape(seq_len * batch, dirs * hidden)
+    gates = np.empty((dirs, batch, 4 * hidden), dtype)
+    for layer in range(shape.num_layers):
+        first = shape.param_index(layer, 0)
+        w_ih_t, w_hh_t, bias = _layer_weights(params[first:first + dirs], dtype)
+        projected = np.matmul(layer_input, w_ih_t)
+        h, c = h_n[first:first + dirs], c_n[first:first + dirs]
+        for step in range(seq_len):
+            if dirs == 1:
+                np.matmul(h[0], w_hh_t[0], out=gates[0])
+            else:
+                np.matmul(h, w_hh_t, out=gates)
+            _step(gates, projected, bias, h, c, y_rows, step, seq_len, time_stride, batch_stride)
+        layer_input = y_rows
+    return y, (h_n.reshape(shape.state_shape), c_n.reshape(shape.state_shape))
+
+
+KERNELS = {"lstm": lstm}

