@@ -118,7 +118,7 @@ def test_verbose_levels(caplog):
         caplog.clear()
         with polyeng.verbose(2):
             polyeng.softmax(x)
-        assert "polyeng,dispatch,softmax,numba,not implemented,no softmax kernel" in caplog.messages
+        assert "polyeng,dispatch,softmax,opencl,not implemented,no softmax kernel" in caplog.messages
     with pytest.raises(ValueError, match="verbose level"):
         polyeng.verbose(7)
 

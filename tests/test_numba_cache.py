@@ -67,3 +67,26 @@ def test_the_guard_wraps_compile():
         return x + 1
     assert f.compile.__name__ == "compile_locked"
     assert f(np.float64(1.0)) == 2.0
+
+
+def test_a_kernel_calling_another_kernel_compiles(tmp_path):
+    # compiling the caller compiles the callee inside the guarded section: the lock must be re-entrant
+    script = tmp_path / "nested_mod.py"
+    script.write_text(textwrap.dedent('''
+        from polyeng.backends.numba.runtime import jit
+
+        @jit
+        def inner(x):
+            return x * 3
+
+        @jit
+        def outer(x):
+            return inner(x) + 1
+
+        print(outer(2.0))
+    '''))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "7.0"

@@ -178,7 +178,8 @@ def _to_storage(result, storage):
     def fix(a):
         a = np.asarray(a)
         if a.dtype != storage and a.dtype in dt.FLOAT_DTYPES and storage in dt.FLOAT_DTYPES:
-            return a.astype(storage)
+            with np.errstate(over="ignore"):   # beyond the 16-bit range is inf, as in the kernel
+                return a.astype(storage)
         return a
     return map_arrays(result, fix)
 

@@ -125,5 +125,7 @@ def _preference(call) -> list:
     for name in ([recommended] if recommended else []) + list(spec.preference) + [Engine.BASIC.value]:
         if name not in order:
             order.append(name)
-    order.remove(Engine.BASIC.value)
-    return order + [Engine.BASIC.value]
+    if recommended != Engine.BASIC.value:   # BASIC is last unless it is the recommendation
+        order.remove(Engine.BASIC.value)
+        order.append(Engine.BASIC.value)
+    return order

@@ -3,6 +3,7 @@ from ..engine.amp import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
+from . import _recommend
 
 
 def gelu(x, approximate="none"):
@@ -16,4 +17,5 @@ def _validate(x, approximate):
 
 
 SPEC = OpSpec(name="gelu", function=gelu, validate=_validate, category=Category.FOLLOW,
-              output_dtype=lambda args: args["x"].dtype)
+              output_dtype=lambda args: args["x"].dtype,
+              recommend=_recommend.jit_from(1024), preference=_recommend.PREFERENCE)

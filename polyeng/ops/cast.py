@@ -4,6 +4,7 @@ from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
+from . import _recommend
 
 
 def cast(x, dtype):
@@ -22,4 +23,5 @@ def _validate(x, dtype):
 
 
 SPEC = OpSpec(name="cast", function=cast, validate=_validate, category=Category.FOLLOW,
-              output_dtype=lambda args: args["dtype"], exact=True)
+              output_dtype=lambda args: args["dtype"], exact=True,
+              recommend=_recommend.jit_from(16384), preference=_recommend.PREFERENCE)

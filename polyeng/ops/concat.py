@@ -4,6 +4,7 @@ from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
+from . import _recommend
 
 
 def concat(tensors, axis=0):
@@ -51,4 +52,5 @@ SPEC = OpSpec(
     category=Category.FOLLOW,
     output_dtype=lambda args: dt.result_type(*[a.dtype for a in args["tensors"]]),
     exact=True,
+    recommend=_recommend.jit_from(1 << 20), preference=_recommend.PREFERENCE,   # numba 1.09x BASIC at 1.6M elements, slower at 200k
 )

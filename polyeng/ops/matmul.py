@@ -6,6 +6,7 @@ from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
+from . import _recommend
 
 
 def matmul(a, b):
@@ -69,7 +70,9 @@ def _validate_linear(x, weight, bias):
 
 
 MATMUL = OpSpec(name="matmul", function=matmul, validate=_validate_matmul, category=Category.ALLOW,
-                output_dtype=lambda args: dt.result_type(args["a"].dtype, args["b"].dtype))
+                output_dtype=lambda args: dt.result_type(args["a"].dtype, args["b"].dtype),
+                recommend=_recommend.reference, preference=_recommend.PREFERENCE)
 LINEAR = OpSpec(name="linear", function=linear, validate=_validate_linear, category=Category.ALLOW,
-                output_dtype=lambda args: args["x"].dtype)
+                output_dtype=lambda args: args["x"].dtype,
+                recommend=_recommend.reference, preference=_recommend.PREFERENCE)
 SPECS = [MATMUL, LINEAR]

@@ -8,6 +8,7 @@ from ..engine.amp import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
+from . import _recommend
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -53,4 +54,5 @@ SPEC = OpSpec(
     validate=_validate,
     category=Category.DENY,
     output_dtype=lambda args: args["x"].dtype,
+    recommend=_recommend.jit_from(512), preference=_recommend.PREFERENCE,
 )

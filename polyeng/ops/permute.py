@@ -5,6 +5,7 @@ from ..engine.amp import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
+from . import _recommend
 
 
 def permute_contiguous(x, dims):
@@ -40,4 +41,5 @@ SPEC = OpSpec(
     category=Category.FOLLOW,
     output_dtype=lambda args: args["x"].dtype,
     exact=True,
+    recommend=_recommend.jit_from(1 << 22), preference=_recommend.PREFERENCE,   # numpy's strided copy ties numba at 3M elements
 )

@@ -14,6 +14,7 @@ from ..engine.amp import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
+from . import _recommend
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -219,7 +220,8 @@ def _max_validator(op, nd):
 def _spec(name, function, nd, is_max):
     validate = (_max_validator if is_max else _avg_validator)(name, nd)
     return OpSpec(name=name, function=function, validate=validate, category=Category.FOLLOW,
-                  output_dtype=lambda args: args["x"].dtype, exact=is_max)
+                  output_dtype=lambda args: args["x"].dtype, exact=is_max,
+                  recommend=_recommend.jit_from(256), preference=_recommend.PREFERENCE)
 
 
 AVG_POOL2D = _spec("avg_pool2d", avg_pool2d, 2, is_max=False)

@@ -6,6 +6,7 @@ from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
+from . import _recommend
 
 
 def select(cond, then, else_, auto_broadcast="numpy"):
@@ -72,4 +73,5 @@ SPEC = OpSpec(
     category=Category.FOLLOW,
     output_dtype=lambda args: dt.result_type(args["then"].dtype, args["else_"].dtype),
     exact=True,
+    recommend=_recommend.jit_from(4096), preference=_recommend.PREFERENCE,
 )

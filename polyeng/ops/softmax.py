@@ -3,6 +3,7 @@ from ..engine.amp import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
+from . import _recommend
 
 
 def softmax(x, axis=-1):
@@ -24,7 +25,8 @@ def _validator(op):
 
 def _spec(name, function):
     return OpSpec(name=name, function=function, validate=_validator(name), category=Category.DENY,
-                  output_dtype=lambda args: args["x"].dtype)
+                  output_dtype=lambda args: args["x"].dtype,
+                  recommend=_recommend.jit_from(512), preference=_recommend.PREFERENCE)
 
 
 SOFTMAX = _spec("softmax", softmax)

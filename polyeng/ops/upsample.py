@@ -19,6 +19,7 @@ from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
+from . import _recommend
 
 
 def upsample_bilinear2d(x, size=None, scale_factor=None, align_corners=False):
@@ -217,6 +218,7 @@ UPSAMPLE_BILINEAR2D = OpSpec(
     validate=_validate_bilinear,
     category=Category.FOLLOW,
     output_dtype=lambda args: args["x"].dtype,
+    recommend=_recommend.jit_from(4096), preference=_recommend.PREFERENCE,
 )
 
 UPSAMPLE_NEAREST = OpSpec(
@@ -226,6 +228,7 @@ UPSAMPLE_NEAREST = OpSpec(
     category=Category.FOLLOW,
     output_dtype=lambda args: args["x"].dtype,
     exact=True,
+    recommend=_recommend.jit_from(16384), preference=_recommend.PREFERENCE,
 )
 
 SPECS = [UPSAMPLE_BILINEAR2D, UPSAMPLE_NEAREST]

@@ -1,0 +1,64 @@
+"""Where NUMBA overtakes BASIC: the evidence behind each op's recommendation rule.
+
+Times BASIC and NUMBA (medians, interleaved) for every op on three sizes: the small
+example call of ``polyeng.examples`` and the workload case at batch 1 and at full size.
+Usage: ``python benchmarks/crossover.py [--repeat 7]``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import polyeng  # noqa: E402
+from polyeng.examples import example_calls  # noqa: E402
+from workload import cases  # noqa: E402
+
+
+def median_ms(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2] * 1e3
+
+
+def elements(args):
+    first = args[0][0] if isinstance(args[0], list) else args[0]
+    return int(np.asarray(first).size)
+
+
+def measure(op, args, kwargs, repeat):
+    fn = getattr(polyeng, op)
+    out = {}
+    for engine in ("basic", "numba"):
+        with polyeng.compute_eng(engine, fallback=False):
+            fn(*args, **kwargs)   # warm up (compile or load)
+    for engine in ("basic", "numba") * 1:
+        with polyeng.compute_eng(engine, fallback=False):
+            out[engine] = median_ms(lambda: fn(*args, **kwargs), repeat)
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    opts = parser.parse_args(argv)
+    rows = [(op, "example", a, k) for op, (a, k) in example_calls(np.random.default_rng(0)).items()]
+    for scale, label in ((1e-9, "batch 1"), (1.0, "full")):
+        rows += [(case.op, f"{case.name} {label}", a, k) for case, a, k in cases(scale)]
+    print(f"{'op':<22}{'size':<42}{'elements':>11}{'basic ms':>11}{'numba ms':>11}{'basic/numba':>13}")
+    for op, label, args, kwargs in sorted(rows, key=lambda r: r[0]):
+        t = measure(op, args, kwargs, opts.repeat)
+        print(f"{op:<22}{label:<42}{elements(args):>11}{t['basic']:>11.3f}{t['numba']:>11.3f}"
+              f"{t['basic'] / t['numba']:>13.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Each op's recommendation: NUMBA from its measured size threshold, BASIC below; matmul and
+linear stay on BASIC; without NUMBA the preference list ends on BASIC."""
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.ops import OPS
+from support import FakeEngine
+
+
+def placeholder(*shape, dtype=np.float32):
+    return np.broadcast_to(np.zeros((), dtype), shape)
+
+
+@pytest.mark.parametrize("op", sorted(set(OPS) - {"matmul", "linear"}))
+def test_every_op_has_a_size_threshold(op):
+    rule = OPS[op].recommend
+    assert rule is not None and hasattr(rule, "min_elements")
+    assert OPS[op].preference == ("numba",)
+
+
+def test_small_calls_stay_on_basic_and_large_ones_go_to_numba():
+    small, large = placeholder(3, 5), placeholder(64, 64, 64)
+    assert polyeng.explain("select", small > 0, small, small).engine == "basic"
+    assert polyeng.explain("select", large > 0, large, large).engine == "numba"
+    threshold = OPS["softmax"].recommend.min_elements
+    assert polyeng.explain("softmax", placeholder(threshold - 1)).engine == "basic"
+    assert polyeng.explain("softmax", placeholder(threshold)).engine == "numba"
+
+
+def test_matmul_and_linear_recommend_basic():
+    a = placeholder(512, 512)
+    assert polyeng.explain("matmul", a, a).engine == "basic"
+    assert polyeng.explain("linear", a, a).engine == "basic"
+
+
+def test_a_rejecting_user_engine_leaves_the_recommendation_in_charge(backends):
+    # an engine that rejects every call stands in front; the recommendation still decides
+    reject = {"softmax": lambda call: "never"}
+    backends(FakeEngine("never", ops=("softmax",), reject=reject))
+    with polyeng.compute_eng("never"):
+        decision = polyeng.explain("softmax", placeholder(64, 64))
+    assert decision.engine == "numba" and decision.step == "special-argument"
+    assert decision.plan == ["numba", "basic"]
