@@ -10,32 +10,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import get_num_threads, prange, set_num_threads, types
+from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ...engine import dtypes as dt
-from .runtime import jit, launch_lock
+from .runtime import jit, launch
 
 _TASK_BYTES = 64 * 1024   # bytes per parallel task: amortizes the task, still balances two pieces
-_SERIAL_BYTES = 256 * 1024   # below this much output a launch stays on the calling thread
-
-
-def launch(kernel, out_nbytes, *args):
-    """Run a parallel ``kernel`` under ``launch_lock``; one writing under ``_SERIAL_BYTES`` runs on
-    the calling thread alone: waking the pool (and, on a busy machine, waiting for a core) costs
-    far more than such a copy. Data movement kernels of every module launch through here."""
-    with launch_lock:
-        if out_nbytes >= _SERIAL_BYTES:
-            return kernel(*args)
-        threads = get_num_threads()
-        set_num_threads(1)
-        try:
-            return kernel(*args)
-        finally:
-            set_num_threads(threads)
-
-
 @intrinsic
 def _copy_bytes(typingctx, dst_address, src_address, nbytes):
     """memcpy between raw addresses (libc's memcpy beats a vectorized element loop on long rows)."""

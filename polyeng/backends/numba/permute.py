@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import prange
 
-from .concat import launch
+from .runtime import launch
 from .runtime import jit
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}

@@ -20,6 +20,7 @@ import threading
 import warnings
 
 import numba
+from numba import get_num_threads, set_num_threads
 from numba.core.errors import NumbaIRAssumptionWarning
 
 FASTMATH = {"reassoc", "contract"}
@@ -94,3 +95,21 @@ def _lock_path(dispatcher):
         return os.path.join(directory, "polyeng-compile.lock")
     except Exception:   # no usable cache directory: numba itself runs uncached
         return None
+
+
+_SERIAL_BYTES = 256 * 1024   # below this much output a launch stays on the calling thread
+
+
+def launch(kernel, out_nbytes, *args):
+    """Run a parallel ``kernel`` under ``launch_lock``; one writing under ``_SERIAL_BYTES`` runs on
+    the calling thread alone: waking the pool (and, on a busy machine, waiting for a core) costs
+    far more than such a copy. """
+    with launch_lock:
+        if out_nbytes >= _SERIAL_BYTES:
+            return kernel(*args)
+        threads = get_num_threads()
+        set_num_threads(1)
+        try:
+            return kernel(*args)
+        finally:
+            set_num_threads(threads)

@@ -14,7 +14,7 @@ from numba import prange
 
 from ...engine import dtypes as dt
 from ...ops.select import broadcast_value_shapes
-from .concat import launch
+from .runtime import launch
 from .runtime import jit
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
