@@ -22,6 +22,14 @@ from .plugins import registry
 from .selector import ACCEPTED, Decision, choose_engine
 from .settings import current_scope
 
+try:   # numpy >= 2 keeps its error state in a context variable; setting it directly costs
+    # 0.3 µs where ``np.errstate`` costs 1.2 µs, a quarter of the dispatch budget
+    from numpy._core._ufunc_config import _extobj_contextvar as _error_state
+    from numpy._core.umath import _make_extobj
+    _IGNORE_ALL = _make_extobj(all="ignore")
+except Exception:   # another numpy: the public context manager
+    _error_state = None
+
 _warned: set = set()
 _warned_lock = threading.Lock()
 
@@ -87,10 +95,7 @@ def run(spec: OpSpec, **kwargs):
             kernel_args = _to_compute(kernel_args, step.compute, step.kernel.native_storage)
         start = time.perf_counter() if level else 0.0
         try:
-            # IEEE results (inf, nan) are the defined outcome, not kernel failures, whatever
-            # the caller's numpy error settings are.
-            with np.errstate(all="ignore"):
-                result = step.kernel.fn(**kernel_args)
+            result = _call_quietly(step.kernel.fn, kernel_args)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             if not decision.fallback:
@@ -109,6 +114,19 @@ def run(spec: OpSpec, **kwargs):
         return result
     engine, reason, exc = failures[-1]
     raise EngineError(engine, spec.name, f"every candidate failed; last: {reason}") from exc
+
+
+def _call_quietly(fn, kwargs):
+    """``fn(**kwargs)`` with numpy's floating-point warnings off: IEEE results (inf, nan) are
+    the defined outcome, not kernel failures, whatever the caller's numpy settings are."""
+    if _error_state is None:
+        with np.errstate(all="ignore"):
+            return fn(**kwargs)
+    token = _error_state.set(_IGNORE_ALL)
+    try:
+        return fn(**kwargs)
+    finally:
+        _error_state.reset(token)
 
 
 def _needs_conversion(call: Call, compute: str, kernel) -> bool:
