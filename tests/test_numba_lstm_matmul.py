@@ -174,3 +174,19 @@ def test_lstm_matches_torch():
     y, (h, c) = run("numba", "lstm", x, params, batch_first=True, bidirectional=True)
     for ours, theirs in ((y, y_t), (h, h_t), (c, c_t)):
         np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["strict", "bf16", "f16", "tf32"])
+@pytest.mark.parametrize("storage", [np.float16, "bfloat16"])
+def test_16_bit_storage_under_every_fp_math_mode_matches_basic(mode, storage):
+    # 16-bit arrays reach NUMBA as stored only when the compute type is f32 or that very
+    # type; any other down-conversion is done by the dispatcher, as for BASIC
+    dtype = polyeng.bfloat16 if storage == "bfloat16" else storage
+    rng = np.random.default_rng(3)
+    a, b = (rng.standard_normal(s).astype(np.float32).astype(dtype) for s in ((9, 13), (13, 5)))
+    results = {}
+    for engine in ("basic", "numba"):
+        with polyeng.compute_eng(engine, fallback=False), polyeng.fp_math_mode(mode):
+            results[engine] = polyeng.matmul(a, b)
+    assert results["numba"].dtype == dtype
+    np.testing.assert_array_equal(results["numba"].astype(np.float32), results["basic"].astype(np.float32))

@@ -138,7 +138,7 @@ def _needs_conversion(call: Call, compute: str, kernel) -> bool:
     found = []
 
     def check(a):
-        if a.dtype in dt.FLOAT_DTYPES and not (kernel.native_storage and a.dtype in dt.SIXTEEN_BIT_FLOATS):
+        if a.dtype in dt.FLOAT_DTYPES and not (kernel.native_storage and _stays_stored(a.dtype, compute)):
             if down or a.dtype != target:
                 found.append(a)
         return a
@@ -176,10 +176,16 @@ def _to_compute(args: dict, compute: str, native_storage: bool) -> dict:
     target = fpmath.arithmetic_dtype(compute)
 
     def convert(a):
-        if a.dtype not in dt.FLOAT_DTYPES or (native_storage and a.dtype in dt.SIXTEEN_BIT_FLOATS):
+        if a.dtype not in dt.FLOAT_DTYPES or (native_storage and _stays_stored(a.dtype, compute)):
             return a
         return fpmath.down_convert(a.astype(target, copy=False), compute)
     return {name: map_arrays(value, convert) for name, value in args.items()}
+
+
+def _stays_stored(dtype, compute: str) -> bool:
+    """A native-storage kernel reads a 16-bit array as stored when it computes in f32 or in that
+    very type; a down-conversion to another type (f16 storage under bf16) is done here."""
+    return dtype in dt.SIXTEEN_BIT_FLOATS and (compute == "f32" or dt.short_name(dtype) == compute)
 
 
 def _has_dtype(value) -> bool:

@@ -22,9 +22,8 @@ OPS = {
     "lstm": "lstm", "layer_norm": "normalization", "softmax": "softmax", "log_softmax": "softmax",
     "matmul": "matmul", "linear": "matmul", "gelu": "activation", "cast": "cast",
 }
-# Kernels whose products run in numpy's BLAS receive f32 arrays from the dispatcher; every
-# other kernel reads and writes 16-bit storage itself.
-WIDENED_BY_DISPATCHER = {"lstm", "matmul", "linear"}
+# Every kernel reads and writes float16/bfloat16 storage itself (native_storage): the
+# dispatcher's numpy conversions of f16 cost more than the JIT ones (widen.py).
 
 
 def availability():
@@ -69,5 +68,4 @@ def polyeng_register(registry):
     registry.add_engine(NAME, available=availability)
     for op, module in OPS.items():
         if _module_exists(module):
-            registry.add_kernel(op, NAME, LazyKernel(op, module),
-                                native_storage=op not in WIDENED_BY_DISPATCHER)
+            registry.add_kernel(op, NAME, LazyKernel(op, module), native_storage=True)

@@ -14,7 +14,7 @@ are still spinning when it starts, and a parallel launch there contends with the
 several times slower on two cores than the serial kernel, which costs less than the step's
 BLAS product).
 
-The dispatcher hands this kernel f32 (or f64) arrays; 16-bit storage never reaches it.
+The kernel computes on f32 (or f64) arrays; ``widen.via_f32`` converts 16-bit storage around it.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import numpy as np
 
 from ...ops.lstm import geometry
 from .mathfn import sigmoid, tanh
+from .widen import float_storage, via_f32
 from .runtime import jit
 
 
@@ -103,4 +104,4 @@ def lstm(x, params, h0, c0, batch_first, bidirectional):
     return y, (h_n.reshape(shape.state_shape), c_n.reshape(shape.state_shape))
 
 
-KERNELS = {"lstm": lstm}
+KERNELS = {"lstm": via_f32(lstm, float_storage("x"))}

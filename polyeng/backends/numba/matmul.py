@@ -1,7 +1,7 @@
-"""matmul and linear on NUMBA: numpy's BLAS products, the same functions as BASIC's.
+"""matmul and linear on NUMBA: numpy's BLAS products, the same functions as BASIC's, with
+16-bit storage widened and rounded back by the JIT cast (``widen.via_f32``).
 
-The dispatcher hands these kernels f32 (or f64) floats; integers and bools arrive as they
-are. Nothing here is JIT-compiled because nothing measured better: numpy's OpenBLAS GEMM
+Nothing here is JIT-compiled because nothing measured better: numpy's OpenBLAS GEMM
 beats a JIT loop at every size that matters (a JIT triple loop only wins below about
 16x16x16, by about 1 us, less than the dispatch overhead; numpy's batched small products
 were 2 to 35 times faster than a parallel JIT loop), numpy already implements matmul's 1-D
@@ -12,6 +12,8 @@ graph run these ops without falling back.
 """
 from __future__ import annotations
 
-from ..basic.matmul import linear, matmul
+from ..basic import matmul as basic
+from .widen import float_storage, via_f32
 
-KERNELS = {"matmul": matmul, "linear": linear}
+KERNELS = {"matmul": via_f32(basic.matmul, float_storage("a", "b")),
+           "linear": via_f32(basic.linear, float_storage("x"))}
