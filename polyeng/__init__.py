@@ -4,7 +4,7 @@ from .engine.dtypes import BFLOAT16_TYPE as bfloat16
 from .engine.names import Engine
 from .engine.errors import EngineError, FallbackWarning
 from .engine.hookspecs import hookimpl
-from .engine.api import engines
+from .engine.api import engines, to_device, to_numpy
 from .engine.plugins import register_backend, unregister_backend
 from .engine.settings import bind, compute_eng, get_compute_eng, set_compute_eng
 from .engine.fpmath import FpMathMode, fp_math_mode, get_fp_math_mode, set_default_fp_math_mode
@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 __all__ = [
     "amp", "Engine", "EngineError", "FallbackWarning", "FpMathMode", "bind", "compute_eng", "engines",
     "explain", "fp_math_mode", "get_compute_eng", "get_fp_math_mode", "hookimpl", "register_backend",
-    "set_compute_eng", "set_default_fp_math_mode", "unregister_backend", "verbose",
+    "set_compute_eng", "set_default_fp_math_mode", "to_device", "to_numpy", "unregister_backend", "verbose",
     "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int32", "int64", "uint8",
     "avg_pool2d", "avg_pool3d", "cast", "concat", "gelu", "layer_norm", "linear", "log_softmax", "lstm",
     "matmul", "max_pool2d", "max_pool3d", "permute_contiguous", "select", "softmax",

@@ -1,6 +1,9 @@
-"""Engine-level public functions that are not ops."""
+"""Engine-level public functions that are not ops: the engine list and device tensors."""
 from __future__ import annotations
 
+import numpy as np
+
+from .errors import EngineError
 from .plugins import registry
 from .registry import EngineInfo
 
@@ -8,3 +11,33 @@ from .registry import EngineInfo
 def engines() -> list[EngineInfo]:
     """One record per registered engine: ``.name``, ``.available``, ``.reason``, ``.ops``."""
     return registry().info()
+
+
+def to_device(x, engine="opencl"):
+    """``x`` copied to a device tensor native to ``engine`` (SPEC §7). Ops on device tensors
+    run on their engine through the layout step of the selection."""
+    from ..ops import _checks as check
+    from .settings import check_engine
+    name = check_engine(engine, "engine")
+    record = registry().engines.get(name)
+    if record is None or record.to_device is None:
+        owners = [r.name for r in registry().engines.values() if r.to_device is not None]
+        raise ValueError(f"engine={engine!r} has no device tensors; engines with device tensors: "
+                         f"{', '.join(owners) or 'none'}")
+    ok, reason = record.status()
+    if not ok:
+        raise EngineError(name, "to_device", f"unavailable: {reason}")
+    owner = registry().owner_of(x)
+    if owner is not None:
+        if owner.name == name:
+            return x
+        x = to_numpy(x)
+    return record.to_device(check.tensor(x, "x"))
+
+
+def to_numpy(t) -> np.ndarray:
+    """A device tensor's contents as a numpy array (numpy arrays and array-likes pass through)."""
+    owner = registry().owner_of(t)
+    if owner is None:
+        return np.asarray(t)
+    return owner.to_host(t) if owner.to_host else np.asarray(t)

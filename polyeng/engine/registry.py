@@ -26,6 +26,7 @@ class EngineRecord:
     reason_spec: str = ""
     native_type: Optional[type] = None
     to_host: Optional[Callable] = None   # device tensor -> numpy array
+    to_device: Optional[Callable] = None   # numpy array -> device tensor
     plugin: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _resolved: Optional[tuple] = None
@@ -110,14 +111,14 @@ class Registry:
         self.plans = PlanCache()   # decisions made with this registry, by call signature
 
     # -- the API plugins call -------------------------------------------------
-    def add_engine(self, name, available=True, reason="", native_type=None, to_host=None):
+    def add_engine(self, name, available=True, reason="", native_type=None, to_host=None, to_device=None):
         name = engine_name(name)
         if name in RESERVED:
             raise ValueError(f"engine name {name!r} is reserved")
         if name in self.engines:
             raise DuplicateEngineError(f"engine {name!r} is already registered "
                                        f"(by {self.engines[name].plugin or 'a plugin'})")
-        self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, self._plugin)
+        self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, to_device, self._plugin)
         return self.engines[name]
 
     def add_kernel(self, op, engine, fn, accepts=None, compute_types=None, native_storage=False):

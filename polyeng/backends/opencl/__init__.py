@@ -1,5 +1,6 @@
 """OPENCL: kernels run through pyopencl (PoCL on a CPU, a GPU driver where one exists)."""
 from ...engine.hookspecs import hookimpl
+from .tensor import OpenCLTensor, from_numpy, to_numpy
 
 NAME = "opencl"
 
@@ -22,4 +23,5 @@ def availability():
 
 @hookimpl
 def polyeng_register(registry):
-    registry.add_engine(NAME, available=availability)
+    registry.add_engine(NAME, available=availability, native_type=OpenCLTensor, to_host=to_numpy,
+                        to_device=from_numpy)

@@ -1,0 +1,75 @@
+"""OpenCL device tensors: a buffer on polyeng's OpenCL device with a shape and a dtype.
+
+The class is importable without pyopencl (the registry needs it as the engine's native
+type at import time); buffers are created on first use. Data is stored C-contiguous in
+the numpy dtype's bytes, bfloat16 included (its 16-bit pattern).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...engine.dtypes import short_name
+
+
+class OpenCLTensor:
+    """A tensor resident on the OpenCL device. ``polyeng.to_device(x)`` makes one and
+    ``polyeng.to_numpy(t)`` brings it back; ops on it run on the OPENCL engine when that
+    engine implements them (the layout step)."""
+
+    __slots__ = ("buffer", "shape", "dtype", "__weakref__")
+
+    def __init__(self, buffer, shape, dtype):
+        self.buffer, self.shape, self.dtype = buffer, tuple(int(s) for s in shape), np.dtype(dtype)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        from .runtime import state
+        device = state().device.name.strip()
+        return f"OpenCLTensor(shape={self.shape}, dtype={short_name(self.dtype)}, device={device!r})"
+
+    def __array__(self, dtype=None, copy=None):
+        array = to_numpy(self)
+        return array if dtype is None else array.astype(dtype)
+
+
+def from_numpy(x: np.ndarray) -> OpenCLTensor:
+    """Copy ``x`` to the device (one host-to-device transfer)."""
+    import pyopencl as cl
+    from .runtime import state
+    x = np.asarray(x)
+    if not x.flags.c_contiguous:
+        x = x.copy(order="C")   # not ascontiguousarray: it turns 0-d arrays into 1-d ones
+    if x.nbytes == 0:
+        return OpenCLTensor(None, x.shape, x.dtype)
+    st = state()
+    buffer = cl.Buffer(st.context, cl.mem_flags.READ_WRITE, size=x.nbytes)
+    cl.enqueue_copy(st.queue, buffer, x, is_blocking=True)
+    return OpenCLTensor(buffer, x.shape, x.dtype)
+
+
+def to_numpy(t: OpenCLTensor) -> np.ndarray:
+    """Copy ``t`` back to a new numpy array (one device-to-host transfer)."""
+    import pyopencl as cl
+    from .runtime import state
+    out = np.empty(t.shape, t.dtype)
+    if t.buffer is not None and out.nbytes:
+        cl.enqueue_copy(state().queue, out, t.buffer, is_blocking=True)
+    return out
