@@ -200,6 +200,8 @@ def _to_storage(result, storage):
     """Results as numpy arrays (never numpy scalars) with float results in the caller's storage
     dtype: down-conversion stays hidden, and a kernel's f32 work comes back as f16/bf16."""
     def fix(a):
+        if _is_device_tensor(a):
+            return a   # stays on its device; its engine wrote it in the storage dtype
         a = np.asarray(a)
         if a.dtype != storage and a.dtype in dt.FLOAT_DTYPES and storage in dt.FLOAT_DTYPES:
             with np.errstate(over="ignore"):   # beyond the 16-bit range is inf, as in the kernel

@@ -37,10 +37,10 @@ def availability():
 class LazyKernel:
     """Imports the kernel's module on first call; afterwards calls the kernel directly."""
 
-    __slots__ = ("op", "module", "fn", "_lock")
+    __slots__ = ("op", "module", "package", "fn", "_lock")
 
-    def __init__(self, op: str, module: str):
-        self.op, self.module, self.fn, self._lock = op, module, None, threading.Lock()
+    def __init__(self, op: str, module: str, package: str = __name__):
+        self.op, self.module, self.package, self.fn, self._lock = op, module, package, None, threading.Lock()
 
     def __call__(self, **kwargs):
         fn = self.fn
@@ -51,12 +51,12 @@ class LazyKernel:
     def load(self):
         with self._lock:
             if self.fn is None:
-                module = importlib.import_module(f"{__name__}.{self.module}")
+                module = importlib.import_module(f"{self.package}.{self.module}")
                 self.fn = module.KERNELS[self.op]
         return self.fn
 
     def __repr__(self) -> str:
-        return f"<numba kernel {self.op} from {__name__}.{self.module}>"
+        return f"<kernel {self.op} from {self.package}.{self.module}>"
 
 
 def _module_exists(module: str) -> bool:

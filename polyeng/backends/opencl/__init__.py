@@ -1,8 +1,14 @@
-"""OPENCL: kernels run through pyopencl (PoCL on a CPU, a GPU driver where one exists)."""
+"""OPENCL: kernels run through pyopencl (PoCL on a CPU, a GPU driver where one exists).
+
+Kernel modules (same file names as ``basic``) are imported on first call, like NUMBA's; each
+kernel reads 16-bit storage itself and rejects float64 when the device lacks cl_khr_fp64.
+"""
 from ...engine.hookspecs import hookimpl
+from ..numba import LazyKernel
 from .tensor import OpenCLTensor, from_numpy, to_numpy
 
 NAME = "opencl"
+OPS = {"gelu": "activation", "permute_contiguous": "permute"}   # op -> kernel module
 
 
 def availability():
@@ -25,3 +31,11 @@ def availability():
 def polyeng_register(registry):
     registry.add_engine(NAME, available=availability, native_type=OpenCLTensor, to_host=to_numpy,
                         to_device=from_numpy)
+    for op, module in OPS.items():
+        registry.add_kernel(op, NAME, LazyKernel(op, module, package=__name__), accepts=_fp64_rejection,
+                            native_storage=True)
+
+
+def _fp64_rejection(call):
+    from .launch import fp64_rejection   # imports pyopencl: only once a call is considered
+    return fp64_rejection(call)

@@ -1,0 +1,91 @@
+"""The OPENCL engine's kernels beyond the shared suite: every dtype and rank for the data
+movement kernel, chains of ops staying on the device, threads, and the float64 rule."""
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.engine import dtypes as dt
+
+pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["opencl"].available,
+                                reason="no OpenCL platform (the CI run requires one)")
+DTYPES = [dt.float16, dt.bfloat16, dt.float32, dt.float64, dt.int8, dt.uint8, dt.int32, dt.int64, dt.bool_]
+
+
+def on(engine, op, *args, **kwargs):
+    with polyeng.compute_eng(engine, fallback=False):
+        return getattr(polyeng, op)(*args, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dt.short_name)
+@pytest.mark.parametrize("shape,dims", [((), ()), ((257,), (0,)), ((3, 7), (1, 0)), ((2, 1, 5, 3), (3, 0, 2, 1)),
+                                        ((2, 3, 4, 5, 6), (4, 2, 0, 3, 1)), ((0, 3), (1, 0))])
+def test_permute_is_bit_identical_to_basic(dtype, shape, dims):
+    x = (np.random.default_rng(0).standard_normal(shape) * 40).astype(dtype)
+    expected = on("basic", "permute_contiguous", x, dims)
+    actual = on("opencl", "permute_contiguous", x, dims)
+    assert isinstance(actual, np.ndarray) and actual.dtype == x.dtype and actual.shape == expected.shape
+    assert actual.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("size", [1, 255, 257, 4099])
+def test_gelu_odd_sizes_and_special_values(approximate, size):
+    x = np.random.default_rng(size).standard_normal(size).astype(np.float32) * 4
+    x[:3] = [np.nan, np.inf, -0.0][:min(3, size)] if size >= 3 else x[:3]
+    expected = on("basic", "gelu", x, approximate=approximate)
+    # atol of 8 f32 eps: 1 + tanh(...) cancels for large negative x
+    np.testing.assert_allclose(on("opencl", "gelu", x, approximate=approximate), expected, rtol=4e-6, atol=1e-6)
+
+
+def test_a_chain_stays_on_the_device(monkeypatch, caplog):
+    from polyeng.backends.opencl import launch, tensor
+    x = np.random.default_rng(1).standard_normal((4, 5, 6)).astype(dt.bfloat16)
+    t = polyeng.to_device(x)
+    transfers = []
+    monkeypatch.setattr(launch, "to_numpy", lambda *a: transfers.append("down") or tensor.to_numpy(*a))
+    monkeypatch.setattr(launch, "from_numpy", lambda *a: transfers.append("up") or tensor.from_numpy(*a))
+    with caplog.at_level(logging.INFO, logger="polyeng"), polyeng.verbose(1):
+        y = polyeng.gelu(polyeng.permute_contiguous(t, (2, 0, 1)), approximate="tanh")
+    assert transfers == []
+    assert type(y) is type(t) and y.shape == (6, 4, 5) and y.dtype == dt.bfloat16
+    lines = [m for m in caplog.messages if m.startswith("polyeng,exec")]
+    assert len(lines) == 2 and all(",opencl,layout," in m and "transferred" not in m for m in lines)
+    expected = on("basic", "gelu", on("basic", "permute_contiguous", x, (2, 0, 1)), approximate="tanh")
+    np.testing.assert_allclose(polyeng.to_numpy(y).astype(np.float32), expected.astype(np.float32),
+                               rtol=2 ** -7, atol=2 ** -8)
+
+
+def test_host_inputs_come_back_as_numpy():
+    x = np.linspace(-3, 3, 11, dtype=np.float32)
+    y = on("opencl", "gelu", x)
+    assert type(y) is np.ndarray and y.dtype == np.float32
+
+
+def test_concurrent_calls_from_threads_are_correct():
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal(n).astype(np.float32) for n in range(1, 200, 7)]
+    expected = [on("basic", "gelu", x) for x in inputs]
+
+    def work(i):
+        with polyeng.compute_eng("opencl", fallback=False):
+            return [polyeng.gelu(inputs[i]) for _ in range(5)]
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(work, range(len(inputs))))
+    for got, want in zip(results, expected):
+        for g in got:
+            np.testing.assert_allclose(g, want, rtol=4e-6, atol=1e-6)   # 8 f32 eps: 1 + tanh cancels for large negative x
+
+
+def test_float64_needs_cl_khr_fp64(monkeypatch):
+    from polyeng.backends.opencl import runtime
+    monkeypatch.setattr(runtime.State, "has_fp64", property(lambda self: False))
+    x = np.ones(8, np.float64)
+    decision = polyeng.explain("gelu", polyeng.to_device(x))
+    verdicts = {c.engine: c for c in decision.candidates}
+    assert verdicts["opencl"].verdict == "rejected" and "cl_khr_fp64" in verdicts["opencl"].reason
+    assert decision.step == "special-argument"
+    with pytest.raises(polyeng.EngineError, match="cl_khr_fp64"):
+        on("opencl", "gelu", x)
