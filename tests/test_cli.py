@@ -33,7 +33,7 @@ def test_explain_parses_lists_scalars_and_huge_shapes(capsys):
     (["explain", "concat", "[2x3,3x4]", "axis=1"], "sizes must match"),
     (["explain", "conv2d", "2x3"], "not a polyeng op"),
     (["explain", "softmax", "2x3", "--engine", "cuda"], "not a registered engine"),
-    (["explain", "softmax", "2x3", "--engine", "opencl", "--no-fallback"], "engine 'opencl' cannot run softmax"),
+    (["explain", "matmul", "2x3", "3x4", "--engine", "opencl", "--no-fallback"], "engine 'opencl' cannot run matmul"),
 ])
 def test_explain_errors_are_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2

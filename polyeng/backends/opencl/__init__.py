@@ -8,7 +8,13 @@ from ..numba import LazyKernel
 from .tensor import OpenCLTensor, from_numpy, to_numpy
 
 NAME = "opencl"
-OPS = {"gelu": "activation", "permute_contiguous": "permute"}   # op -> kernel module
+# op -> kernel module (the module's KERNELS maps op -> function)
+OPS = {
+    "concat": "concat", "permute_contiguous": "permute", "select": "select",
+    "avg_pool2d": "pooling", "avg_pool3d": "pooling", "max_pool2d": "pooling", "max_pool3d": "pooling",
+    "upsample_nearest": "upsample", "layer_norm": "normalization", "softmax": "softmax",
+    "log_softmax": "softmax", "gelu": "activation",
+}
 
 
 def availability():

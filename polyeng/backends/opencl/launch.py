@@ -98,3 +98,14 @@ def fp64_rejection(call):
             and not runtime.state().has_fp64:
         return f"the OpenCL device {runtime.state().device.name.strip()!r} lacks cl_khr_fp64 (float64)"
     return None
+
+
+def promoted(x, dtype) -> tuple[OpenCLTensor, bool]:
+    """``x`` on the device in ``dtype``, and whether it already was on the device. A dtype change
+    is numpy's ``astype`` on the host, so mixed-dtype ops promote exactly as BASIC does."""
+    dtype = np.dtype(dtype)
+    if np.dtype(x.dtype) == dtype:
+        return on_device(x)
+    was = isinstance(x, OpenCLTensor)
+    host = to_numpy(x) if was else np.asarray(x)
+    return from_numpy(host.astype(dtype)), was

@@ -1,0 +1,38 @@
+"""layer_norm on OPENCL (normalization.cl): x seen as (rows, features), one work item per row."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import launch
+from .tensor import OpenCLTensor, to_numpy
+
+
+def _parameter(value, compute):
+    """A compute-dtype buffer for weight or bias (None stays None: the kernel skips it).
+    One already on the device in the compute dtype is used as it is."""
+    if value is None:
+        return None
+    if isinstance(value, OpenCLTensor):
+        if value.dtype == compute:
+            return value.buffer
+        value = to_numpy(value)
+    return launch.upload(np.asarray(value).astype(compute).reshape(-1))
+
+
+def layer_norm(x, normalized_shape, weight, bias, eps):
+    tx, stay = launch.on_device(x)
+    stay = stay or isinstance(weight, OpenCLTensor) or isinstance(bias, OpenCLTensor)
+    out = launch.empty(tx.shape, tx.dtype)
+    if tx.size:
+        features = math.prod(normalized_shape)
+        compute = np.dtype(np.float64 if tx.dtype == np.float64 else np.float32)
+        launch.run("normalization.cl", "layer_norm", launch.float_options(tx.dtype), tx.size // features,
+                   tx.buffer, out.buffer, np.uint64(tx.size // features), np.uint64(features),
+                   _parameter(weight, compute), _parameter(bias, compute),
+                   np.int32(weight is not None), np.int32(bias is not None), compute.type(eps))
+    return launch.result(out, stay)
+
+
+KERNELS = {"layer_norm": layer_norm}

@@ -1,0 +1,177 @@
+"""OPENCL pooling kernels against BASIC: every option, integer and bool storage, NaN/Inf and
+tie rules, odd sizes, unbatched and device-resident input. Max pooling must match bit for
+bit (values and indices); avg pooling sums the in-bounds taps in the same order and divides
+by the same divisor, so it matches bit for bit too."""
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.engine import dtypes as dt
+
+pytest.importorskip("pyopencl")
+
+FLOATS = [np.float32, np.float64, np.float16, dt.bfloat16]
+ALL = FLOATS + [np.int8, np.uint8, np.int32, np.int64, np.bool_]
+
+MAX_CASES = [
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=1, padding=1),
+    dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 0), dilation=(2, 1), ceil_mode=True),
+    dict(kernel_size=3, stride=3, padding=1, dilation=2),
+    dict(kernel_size=(1, 5), stride=(2, 4), padding=(0, 2), ceil_mode=True),
+    dict(kernel_size=3, stride=2, dilation=3, padding=1),   # windows with no tap inside
+]
+AVG_CASES = [
+    dict(kernel_size=3, stride=2, padding=1),
+    dict(kernel_size=2),
+    dict(kernel_size=3, stride=1, padding=1, count_include_pad=False),
+    dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), ceil_mode=True),
+    dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), ceil_mode=True, count_include_pad=False),
+    dict(kernel_size=3, stride=3, padding=1, divisor_override=5),
+    dict(kernel_size=(1, 4), stride=(3, 3), padding=(0, 2), ceil_mode=True),
+]
+
+
+def run(engine, fn, *args, **kwargs):
+    with polyeng.compute_eng(engine, fallback=False):
+        return fn(*args, **kwargs)
+
+
+def bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view(np.uint8) if a.dtype == dt.bool_ else a.view(f"u{a.dtype.itemsize}")
+
+
+def sample(rng, shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == dt.bool_:
+        return rng.random(shape) > 0.7
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        # few distinct values: plenty of ties; the extremes included
+        return rng.choice(np.array([info.min, info.min + 1, 0, 1, 7, info.max], dtype=dtype), shape)
+    x = np.round(rng.standard_normal(shape) * 3).astype(np.float32)   # ties and signed zeros
+    x[rng.random(shape) < 0.05] = -0.0
+    x[rng.random(shape) < 0.03] = np.nan
+    x[rng.random(shape) < 0.02] = -np.nan
+    x[rng.random(shape) < 0.03] = np.inf
+    x[rng.random(shape) < 0.05] = -np.inf
+    return x.astype(dtype)
+
+
+def fits(x, kwargs):
+    """Whether the window fits the input (else the op rejects the call; not what is tested here)."""
+    try:
+        run("basic", polyeng.max_pool2d, x, **kwargs)
+        return True
+    except ValueError:
+        return False
+
+
+def assert_max_equal(x, fn, **kwargs):
+    expected = run("basic", fn, x, return_indices=True, **kwargs)
+    values, index = run("opencl", fn, x, return_indices=True, **kwargs)
+    assert values.dtype == x.dtype and index.dtype == np.int64
+    np.testing.assert_array_equal(bits(values), bits(expected[0]))
+    np.testing.assert_array_equal(index, expected[1])
+    np.testing.assert_array_equal(bits(run("opencl", fn, x, **kwargs)), bits(expected[0]))
+
+
+@pytest.mark.parametrize("dtype", ALL, ids=lambda d: np.dtype(d).name)
+def test_max_pool2d_bit_exact(dtype):
+    rng = np.random.default_rng(1)
+    for shape in [(2, 3, 13, 17), (3, 7, 1), (1, 1, 1, 40)]:
+        x = sample(rng, shape, dtype)
+        for kwargs in MAX_CASES:
+            if fits(x, kwargs):
+                assert_max_equal(x, polyeng.max_pool2d, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, dt.bfloat16, np.int8, np.bool_], ids=lambda d: np.dtype(d).name)
+def test_max_pool3d_bit_exact(dtype):
+    rng = np.random.default_rng(2)
+    x = sample(rng, (2, 3, 7, 9, 13), dtype)
+    for kwargs in [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2),
+                   dict(kernel_size=(2, 3, 2), stride=(1, 2, 3), padding=(1, 1, 0), dilation=(2, 1, 2),
+                        ceil_mode=True)]:
+        assert_max_equal(x, polyeng.max_pool3d, **kwargs)
+    assert_max_equal(x[0], polyeng.max_pool3d, kernel_size=3, stride=2, padding=1)   # unbatched
+
+
+def test_max_pool_nan_rule_and_lowest_windows():
+    # the last NaN of a window wins; an all -inf window reports its first in-bounds tap
+    x = np.array([[1, np.nan, 5, np.nan], [-np.inf, -np.inf, -np.inf, -np.inf]], dtype=np.float32)[None, None]
+    values, index = run("opencl", polyeng.max_pool2d, x, (1, 4), return_indices=True)
+    assert np.isnan(values[0, 0, 0, 0]) and index[0, 0, 0, 0] == 3
+    assert values[0, 0, 1, 0] == -np.inf and index[0, 0, 1, 0] == 4
+    assert_max_equal(x, polyeng.max_pool2d, kernel_size=2, stride=1, padding=1)
+
+
+def test_max_pool_non_contiguous_and_large():
+    rng = np.random.default_rng(3)
+    x = sample(rng, (4, 6, 40, 66), np.float32)[:, ::2, 3:, ::-1]
+    assert_max_equal(x, polyeng.max_pool2d, kernel_size=3, stride=2, padding=1)
+    big = (rng.standard_normal((2, 3, 20, 20)) * 1e37).astype(np.float32)
+    assert_max_equal(big, polyeng.max_pool2d, kernel_size=3, stride=2)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_avg_pool2d_bit_exact(dtype):
+    rng = np.random.default_rng(4)
+    for shape in [(2, 3, 13, 17), (3, 7, 5)]:
+        x = rng.standard_normal(shape).astype(np.float32).astype(dtype)
+        for kwargs in AVG_CASES:
+            expected = run("basic", polyeng.avg_pool2d, x, **kwargs)
+            actual = run("opencl", polyeng.avg_pool2d, x, **kwargs)
+            assert actual.dtype == x.dtype and actual.shape == expected.shape
+            np.testing.assert_array_equal(bits(actual), bits(expected))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_avg_pool3d_bit_exact(dtype):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 7, 9, 11)).astype(np.float32).astype(dtype)
+    for kwargs in [dict(kernel_size=3, stride=2, padding=1),
+                   dict(kernel_size=(2, 3, 2), stride=(1, 2, 3), padding=(1, 1, 1), ceil_mode=True,
+                        count_include_pad=False),
+                   dict(kernel_size=2, divisor_override=3)]:
+        expected = run("basic", polyeng.avg_pool3d, x, **kwargs)
+        actual = run("opencl", polyeng.avg_pool3d, x, **kwargs)
+        np.testing.assert_array_equal(bits(actual), bits(expected))
+
+
+def test_avg_pool_nan_inf_propagate():
+    x = np.zeros((1, 1, 4, 4), dtype=np.float32)
+    x[0, 0, 0, 0], x[0, 0, 3, 3] = np.nan, np.inf
+    y = run("opencl", polyeng.avg_pool2d, x, 2)
+    assert np.isnan(y[0, 0, 0, 0]) and y[0, 0, 1, 1] == np.inf and y[0, 0, 0, 1] == 0
+
+
+def test_zero_size():
+    x = np.zeros((0, 3, 8, 8), dtype=np.float32)
+    values, index = run("opencl", polyeng.max_pool2d, x, 2, return_indices=True)
+    assert values.shape == index.shape == (0, 3, 4, 4)
+    assert run("opencl", polyeng.avg_pool2d, x, 2).shape == (0, 3, 4, 4)
+
+
+def test_device_resident_input_stays_on_device():
+    from polyeng.backends.opencl.tensor import OpenCLTensor, from_numpy, to_numpy
+    rng = np.random.default_rng(6)
+    x = sample(rng, (2, 3, 9, 11), np.float16)
+    values, index = run("opencl", polyeng.max_pool2d, from_numpy(x), 3, 2, 1, return_indices=True)
+    assert isinstance(values, OpenCLTensor) and isinstance(index, OpenCLTensor)
+    expected = run("basic", polyeng.max_pool2d, x, 3, 2, 1, return_indices=True)
+    np.testing.assert_array_equal(bits(to_numpy(values)), bits(expected[0]))
+    np.testing.assert_array_equal(to_numpy(index), expected[1])
+    y = rng.standard_normal((3, 5, 7, 9)).astype(np.float32)
+    avg = run("opencl", polyeng.avg_pool3d, from_numpy(y), 3, 2, 1, count_include_pad=False)
+    assert isinstance(avg, OpenCLTensor)
+    np.testing.assert_array_equal(to_numpy(avg), run("basic", polyeng.avg_pool3d, y, 3, 2, 1, count_include_pad=False))
+
+
+def test_max_pool_raw_16_bit_copy():
+    # 16-bit NaN payloads and signs come back as stored
+    x = np.array([0x7E01, 0xFE23, 0x3C00, 0xBC00], dtype=np.uint16).view(np.float16).reshape(1, 1, 2, 2)
+    values = run("opencl", polyeng.max_pool2d, x, (1, 2))
+    np.testing.assert_array_equal(bits(values).ravel(), [0xFE23, 0x3C00])
