@@ -74,20 +74,5 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     return (values, launch.result(index, stay)) if return_indices else values
 
 
-def avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-
-
-def avg_pool3d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-
-
-def max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-
-
-def max_pool3d(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-
-
-KERNELS = {"avg_pool2d": avg_pool2d, "avg_pool3d": avg_pool3d, "max_pool2d": max_pool2d, "max_pool3d": max_pool3d}
+# 2-D and 3-D take the same keyword arguments: one function serves both ranks.
+KERNELS = {"avg_pool2d": _avg_pool, "avg_pool3d": _avg_pool, "max_pool2d": _max_pool, "max_pool3d": _max_pool}

@@ -1,17 +1,26 @@
-"""NUMBA pooling kernels against BASIC: every option, integer and bool storage, NaN/Inf and
-tie rules, odd sizes. Max pooling must match bit for bit (values and indices); avg pooling
-sums in the same order, so it matches too within rounding."""
+"""The JIT engines' pooling kernels (NUMBA, OPENCL) against BASIC: every option, integer and
+bool storage, NaN/Inf and tie rules, odd sizes, unbatched input. Max pooling matches bit for
+bit (values and indices) on both; avg pooling sums the taps in BASIC's order, bit for bit on
+OPENCL and within rounding on NUMBA (which may fuse multiply-adds). OPENCL's device-resident
+inputs stay on the device."""
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
 
-pytest.importorskip("numba")
+AVAILABLE = {e.name for e in polyeng.engines() if e.available}
+
+
+@pytest.fixture(params=["numba", "opencl"])
+def engine(request):
+    if request.param not in AVAILABLE:
+        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
+    return request.param
+
 
 FLOATS = [np.float32, np.float64, np.float16, dt.bfloat16]
-# int32 is left out to keep cold compiles down; it shares every code path with int64
-ALL = FLOATS + [np.int8, np.uint8, np.int64, np.bool_]
+ALL = FLOATS + [np.int8, np.uint8, np.int32, np.int64, np.bool_]
 
 MAX_CASES = [
     dict(kernel_size=3, stride=2, padding=1),
@@ -69,67 +78,74 @@ def fits(x, kwargs):
         return False
 
 
-def assert_max_equal(x, fn, **kwargs):
+def assert_avg_equal(engine, actual, expected):
+    if engine == "opencl":
+        np.testing.assert_array_equal(bits(actual), bits(expected))
+    else:
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=1e-6, atol=1e-6)
+
+
+def assert_max_equal(engine, x, fn, **kwargs):
     expected = run("basic", fn, x, return_indices=True, **kwargs)
-    values, index = run("numba", fn, x, return_indices=True, **kwargs)
+    values, index = run(engine, fn, x, return_indices=True, **kwargs)
     assert values.dtype == x.dtype and index.dtype == np.int64
     np.testing.assert_array_equal(bits(values), bits(expected[0]))
     np.testing.assert_array_equal(index, expected[1])
-    np.testing.assert_array_equal(bits(run("numba", fn, x, **kwargs)), bits(expected[0]))
+    np.testing.assert_array_equal(bits(run(engine, fn, x, **kwargs)), bits(expected[0]))
 
 
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: np.dtype(d).name)
-def test_max_pool2d_bit_exact(dtype):
+def test_max_pool2d_bit_exact(engine, dtype):
     rng = np.random.default_rng(1)
     for shape in [(2, 3, 13, 17), (3, 7, 1), (1, 1, 1, 40)]:
         x = sample(rng, shape, dtype)
         for kwargs in MAX_CASES:
             if fits(x, kwargs):
-                assert_max_equal(x, polyeng.max_pool2d, **kwargs)
+                assert_max_equal(engine, x, polyeng.max_pool2d, **kwargs)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, dt.bfloat16, np.int8, np.bool_], ids=lambda d: np.dtype(d).name)
-def test_max_pool3d_bit_exact(dtype):
+def test_max_pool3d_bit_exact(engine, dtype):
     rng = np.random.default_rng(2)
     x = sample(rng, (2, 3, 7, 9, 13), dtype)
     for kwargs in [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2),
                    dict(kernel_size=(2, 3, 2), stride=(1, 2, 3), padding=(1, 1, 0), dilation=(2, 1, 2),
                         ceil_mode=True)]:
-        assert_max_equal(x, polyeng.max_pool3d, **kwargs)
-    assert_max_equal(x[0], polyeng.max_pool3d, kernel_size=3, stride=2, padding=1)   # unbatched
+        assert_max_equal(engine, x, polyeng.max_pool3d, **kwargs)
+    assert_max_equal(engine, x[0], polyeng.max_pool3d, kernel_size=3, stride=2, padding=1)   # unbatched
 
 
-def test_max_pool_nan_rule_and_lowest_windows():
+def test_max_pool_nan_rule_and_lowest_windows(engine):
     # the last NaN of a window wins; an all -inf window reports its first in-bounds tap
     x = np.array([[1, np.nan, 5, np.nan], [-np.inf, -np.inf, -np.inf, -np.inf]], dtype=np.float32)[None, None]
-    values, index = run("numba", polyeng.max_pool2d, x, (1, 4), return_indices=True)
+    values, index = run(engine, polyeng.max_pool2d, x, (1, 4), return_indices=True)
     assert np.isnan(values[0, 0, 0, 0]) and index[0, 0, 0, 0] == 3
     assert values[0, 0, 1, 0] == -np.inf and index[0, 0, 1, 0] == 4
-    assert_max_equal(x, polyeng.max_pool2d, kernel_size=2, stride=1, padding=1)
+    assert_max_equal(engine, x, polyeng.max_pool2d, kernel_size=2, stride=1, padding=1)
 
 
-def test_max_pool_non_contiguous_and_large():
+def test_max_pool_non_contiguous_and_large(engine):
     rng = np.random.default_rng(3)
     x = sample(rng, (4, 6, 40, 66), np.float32)[:, ::2, 3:, ::-1]
-    assert_max_equal(x, polyeng.max_pool2d, kernel_size=3, stride=2, padding=1)
+    assert_max_equal(engine, x, polyeng.max_pool2d, kernel_size=3, stride=2, padding=1)
     big = (rng.standard_normal((2, 3, 20, 20)) * 1e37).astype(np.float32)
-    assert_max_equal(big, polyeng.max_pool2d, kernel_size=3, stride=2)
+    assert_max_equal(engine, big, polyeng.max_pool2d, kernel_size=3, stride=2)
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
-def test_avg_pool2d_matches_basic(dtype):
+def test_avg_pool2d_matches_basic(engine, dtype):
     rng = np.random.default_rng(4)
     for shape in [(2, 3, 13, 17), (3, 7, 5)]:
         x = rng.standard_normal(shape).astype(np.float32).astype(dtype)
         for kwargs in AVG_CASES:
             expected = run("basic", polyeng.avg_pool2d, x, **kwargs)
-            actual = run("numba", polyeng.avg_pool2d, x, **kwargs)
+            actual = run(engine, polyeng.avg_pool2d, x, **kwargs)
             assert actual.dtype == x.dtype and actual.shape == expected.shape
-            np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=1e-6, atol=1e-6)
+            assert_avg_equal(engine, actual, expected)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, dt.bfloat16], ids=lambda d: np.dtype(d).name)
-def test_avg_pool3d_matches_basic(dtype):
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+def test_avg_pool3d_matches_basic(engine, dtype):
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, 3, 7, 9, 11)).astype(np.float32).astype(dtype)
     for kwargs in [dict(kernel_size=3, stride=2, padding=1),
@@ -137,19 +153,42 @@ def test_avg_pool3d_matches_basic(dtype):
                         count_include_pad=False),
                    dict(kernel_size=2, divisor_override=3)]:
         expected = run("basic", polyeng.avg_pool3d, x, **kwargs)
-        actual = run("numba", polyeng.avg_pool3d, x, **kwargs)
-        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=1e-6, atol=1e-6)
+        actual = run(engine, polyeng.avg_pool3d, x, **kwargs)
+        assert_avg_equal(engine, actual, expected)
 
 
-def test_avg_pool_nan_inf_propagate():
+def test_avg_pool_nan_inf_propagate(engine):
     x = np.zeros((1, 1, 4, 4), dtype=np.float32)
     x[0, 0, 0, 0], x[0, 0, 3, 3] = np.nan, np.inf
-    y = run("numba", polyeng.avg_pool2d, x, 2)
+    y = run(engine, polyeng.avg_pool2d, x, 2)
     assert np.isnan(y[0, 0, 0, 0]) and y[0, 0, 1, 1] == np.inf and y[0, 0, 0, 1] == 0
 
 
-def test_zero_size():
+def test_zero_size(engine):
     x = np.zeros((0, 3, 8, 8), dtype=np.float32)
-    values, index = run("numba", polyeng.max_pool2d, x, 2, return_indices=True)
+    values, index = run(engine, polyeng.max_pool2d, x, 2, return_indices=True)
     assert values.shape == index.shape == (0, 3, 4, 4)
-    assert run("numba", polyeng.avg_pool2d, x, 2).shape == (0, 3, 4, 4)
+    assert run(engine, polyeng.avg_pool2d, x, 2).shape == (0, 3, 4, 4)
+
+
+@pytest.mark.skipif("opencl" not in AVAILABLE, reason="opencl is unavailable (the CI run requires it)")
+def test_device_resident_input_stays_on_device():
+    from polyeng.backends.opencl.tensor import OpenCLTensor, from_numpy, to_numpy
+    rng = np.random.default_rng(6)
+    x = sample(rng, (2, 3, 9, 11), np.float16)
+    values, index = run("opencl", polyeng.max_pool2d, from_numpy(x), 3, 2, 1, return_indices=True)
+    assert isinstance(values, OpenCLTensor) and isinstance(index, OpenCLTensor)
+    expected = run("basic", polyeng.max_pool2d, x, 3, 2, 1, return_indices=True)
+    np.testing.assert_array_equal(bits(to_numpy(values)), bits(expected[0]))
+    np.testing.assert_array_equal(to_numpy(index), expected[1])
+    y = rng.standard_normal((3, 5, 7, 9)).astype(np.float32)
+    avg = run("opencl", polyeng.avg_pool3d, from_numpy(y), 3, 2, 1, count_include_pad=False)
+    assert isinstance(avg, OpenCLTensor)
+    np.testing.assert_array_equal(to_numpy(avg), run("basic", polyeng.avg_pool3d, y, 3, 2, 1, count_include_pad=False))
+
+
+def test_max_pool_raw_16_bit_copy(engine):
+    # 16-bit NaN payloads and signs come back as stored
+    x = np.array([0x7E01, 0xFE23, 0x3C00, 0xBC00], dtype=np.uint16).view(np.float16).reshape(1, 1, 2, 2)
+    values = run(engine, polyeng.max_pool2d, x, (1, 2))
+    np.testing.assert_array_equal(bits(values).ravel(), [0xFE23, 0x3C00])
