@@ -1,14 +1,21 @@
-"""NUMBA layer_norm against BASIC: multi-dim normalized_shape, every weight/bias
-combination (f32 weights with 16-bit inputs too), eps, constant and offset rows, NaN/Inf."""
+"""layer_norm on the JIT engines (NUMBA, OPENCL) against BASIC: multi-dim normalized_shape,
+every weight/bias combination (f32 weights with 16-bit inputs too), eps, constant and offset
+rows, NaN/Inf, signed zeros, rows past a work group, zero-size input."""
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
 
-pytest.importorskip("numba")
-
+AVAILABLE = {e.name for e in polyeng.engines() if e.available}
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
+
+
+@pytest.fixture(params=["numba", "opencl"])
+def engine(request):
+    if request.param not in AVAILABLE:
+        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
+    return request.param
 
 
 def run(engine, x, shape, **kwargs):
@@ -20,8 +27,8 @@ def eps(dtype):
     return 2.0 ** -7 if np.dtype(dtype) == dt.bfloat16 else float(np.finfo(dtype).eps)
 
 
-def assert_matches_basic(x, shape, ulps=16, **kwargs):
-    got, want = run("numba", x, shape, **kwargs), run("basic", x, shape, **kwargs)
+def assert_matches_basic(engine, x, shape, ulps=16, **kwargs):
+    got, want = run(engine, x, shape, **kwargs), run("basic", x, shape, **kwargs)
     assert got.dtype == x.dtype and got.shape == x.shape
     want = want.astype(np.float64)
     scale = max(1.0, float(np.nanmax(np.abs(want[np.isfinite(want)])))) if np.isfinite(want).any() else 1.0
@@ -31,9 +38,10 @@ def assert_matches_basic(x, shape, ulps=16, **kwargs):
 
 @pytest.mark.parametrize("dtype", list(FLOATS))
 @pytest.mark.parametrize("xshape,nshape", [((4, 6, 32), 32), ((3, 5, 7), (5, 7)), ((2, 13), (2, 13)),
-                                           ((5, 1), 1), ((1, 7), (7,)), ((2, 3, 4, 5), (3, 4, 5))])
+                                           ((5, 1), 1), ((1, 7), (7,)), ((2, 3, 4, 5), (3, 4, 5)),
+                                           ((259, 3), 3)])
 @pytest.mark.parametrize("affine", ["none", "weight", "bias", "both", "f32-both"])
-def test_matches_basic(affine, xshape, nshape, dtype):
+def test_matches_basic(engine, affine, xshape, nshape, dtype):
     rng = np.random.default_rng(0)
     storage = FLOATS[dtype]
     x = (rng.standard_normal(xshape) * 3 + 1).astype(storage)
@@ -43,12 +51,12 @@ def test_matches_basic(affine, xshape, nshape, dtype):
     b = rng.standard_normal(feature_shape).astype(param)
     kwargs = {"weight": w if affine in ("weight", "both", "f32-both") else None,
               "bias": b if affine in ("bias", "both", "f32-both") else None}
-    assert_matches_basic(x, nshape, **kwargs)
+    assert_matches_basic(engine, x, nshape, **kwargs)
 
 
 @pytest.mark.parametrize("dtype", list(FLOATS))
 @pytest.mark.parametrize("eps_value", [0.0, 1e-5, 0.5])
-def test_eps_and_special_rows(dtype, eps_value):
+def test_eps_and_special_rows(engine, dtype, eps_value):
     storage = FLOATS[dtype]
     big = 1000.0 if storage in (np.float16, dt.bfloat16) else 1e4
     rows = np.array([[1.5] * 8,                                          # constant: variance 0
@@ -58,18 +66,23 @@ def test_eps_and_special_rows(dtype, eps_value):
                      [-np.inf, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0],
                      [0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0],
                      list(range(-4, 4))], np.float64).astype(storage)
-    assert_matches_basic(rows, 8, eps=eps_value)
-    assert_matches_basic(rows, 8, eps=eps_value, weight=np.full(8, 2.0, storage), bias=np.full(8, -1.0, storage))
+    assert_matches_basic(engine, rows, 8, eps=eps_value)
+    assert_matches_basic(engine, rows, 8, eps=eps_value, weight=np.full(8, 2.0, storage), bias=np.full(8, -1.0, storage))
 
 
-def test_constant_row_is_exactly_the_bias():
+def test_constant_row_is_exactly_the_bias(engine):
     x = np.full((3, 10), 0.1, np.float32)
-    y = run("numba", x, 10, bias=np.arange(10, dtype=np.float32))
+    y = run(engine, x, 10, bias=np.arange(10, dtype=np.float32))
     np.testing.assert_array_equal(y, np.broadcast_to(np.arange(10, dtype=np.float32), (3, 10)))
 
 
-def test_signed_zeros_without_bias():
+def test_signed_zeros_without_bias(engine):
     x = np.array([[-1.0, 1.0]], np.float32)
-    got = run("numba", x, 2, weight=np.array([0.0, -0.0], np.float32))
+    got = run(engine, x, 2, weight=np.array([0.0, -0.0], np.float32))
     want = run("basic", x, 2, weight=np.array([0.0, -0.0], np.float32))
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_zero_size(engine):
+    y = run(engine, np.zeros((0, 4), np.float64), 4, weight=np.ones(4))
+    assert type(y) is np.ndarray and y.shape == (0, 4) and y.dtype == np.float64
