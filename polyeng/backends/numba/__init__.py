@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import threading
 
 from ...engine.hookspecs import hookimpl
+from ..lazy import LazyKernel
 
 NAME = "numba"
 
@@ -34,31 +34,6 @@ def availability():
     return True, ""
 
 
-class LazyKernel:
-    """Imports the kernel's module on first call; afterwards calls the kernel directly."""
-
-    __slots__ = ("op", "module", "package", "fn", "_lock")
-
-    def __init__(self, op: str, module: str, package: str = __name__):
-        self.op, self.module, self.package, self.fn, self._lock = op, module, package, None, threading.Lock()
-
-    def __call__(self, **kwargs):
-        fn = self.fn
-        if fn is None:
-            fn = self.load()
-        return fn(**kwargs)
-
-    def load(self):
-        with self._lock:
-            if self.fn is None:
-                module = importlib.import_module(f"{self.package}.{self.module}")
-                self.fn = module.KERNELS[self.op]
-        return self.fn
-
-    def __repr__(self) -> str:
-        return f"<kernel {self.op} from {self.package}.{self.module}>"
-
-
 def _module_exists(module: str) -> bool:
     return importlib.util.find_spec(f"{__name__}.{module}") is not None
 
@@ -68,4 +43,4 @@ def polyeng_register(registry):
     registry.add_engine(NAME, available=availability)
     for op, module in OPS.items():
         if _module_exists(module):
-            registry.add_kernel(op, NAME, LazyKernel(op, module), native_storage=True)
+            registry.add_kernel(op, NAME, LazyKernel(op, module, __name__), native_storage=True)

@@ -4,7 +4,7 @@ Kernel modules (same file names as ``basic``) are imported on first call, like N
 kernel reads 16-bit storage itself and rejects float64 when the device lacks cl_khr_fp64.
 """
 from ...engine.hookspecs import hookimpl
-from ..numba import LazyKernel
+from ..lazy import LazyKernel
 from .tensor import OpenCLTensor, from_numpy, to_numpy
 
 NAME = "opencl"
@@ -38,7 +38,7 @@ def polyeng_register(registry):
     registry.add_engine(NAME, available=availability, native_type=OpenCLTensor, to_host=to_numpy,
                         to_device=from_numpy)
     for op, module in OPS.items():
-        registry.add_kernel(op, NAME, LazyKernel(op, module, package=__name__), accepts=_fp64_rejection,
+        registry.add_kernel(op, NAME, LazyKernel(op, module, __name__), accepts=_fp64_rejection,
                             native_storage=True)
 
 
