@@ -8,7 +8,7 @@ from . import launch
 
 def gelu(x, approximate):
     tx, stay = launch.on_device(x)
-    out = launch.empty(tx.shape, tx.dtype)
+    out = launch.empty(tx.shape, tx.dtype, not stay)
     if tx.size:
         launch.run("activation.cl", "gelu", launch.float_options(tx.dtype), tx.size,
                    tx.buffer, out.buffer, np.uint64(tx.size), np.int32(approximate == "tanh"))

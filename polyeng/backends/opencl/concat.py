@@ -19,7 +19,8 @@ def concat(tensors, axis):
     pieces = [launch.promoted(t, dtype) for t in tensors]
     first = pieces[0][0].shape
     shape = first[:axis] + (sum(t.shape[axis] for t, _ in pieces),) + first[axis + 1:]
-    out = launch.empty(shape, dtype)
+    stay = any(stay for _, stay in pieces)
+    out = launch.empty(shape, dtype, not stay)
     if out.size:
         rows = math.prod(shape[:axis])
         inner = out.size // (rows * shape[axis])   # elements per unit step along axis
@@ -32,7 +33,7 @@ def concat(tensors, axis):
                            t.buffer, out.buffer, np.uint64(t.size), np.uint64(width),
                            np.uint64(total), np.uint64(offset))
             offset += width
-    return launch.result(out, any(stay for _, stay in pieces))
+    return launch.result(out, stay)
 
 
 KERNELS = {"concat": concat}

@@ -11,6 +11,7 @@ kernel objects, and the host/device boundary of a kernel call.
 """
 from __future__ import annotations
 
+import math
 import threading
 from pathlib import Path
 
@@ -55,30 +56,56 @@ def kernel(file: str, name: str, options: tuple):
     return found
 
 
-def run(file: str, name: str, options: tuple, items: int, *args) -> None:
-    """Enqueue ``name`` over ``items`` work items (rounded up to the work-group size; kernels
-    check their bound) and wait for it."""
+def run(file: str, name: str, options: tuple, items, *args, local=None) -> None:
+    """Enqueue ``name`` and wait for it.
+
+    ``items`` is the work-item count (an int: a 1-D range in groups of ``LOCAL_SIZE``) or a
+    tuple of per-dimension counts (dimension 0 varies fastest; ``local`` gives the group
+    shape, default ``(LOCAL_SIZE, 1, ...)``). Every dimension is rounded up to a whole number
+    of groups, so kernels check their bounds.
+    """
     import pyopencl as cl
     k = kernel(file, name, options)
     k.set_args(*args)
-    size = -(-items // LOCAL_SIZE) * LOCAL_SIZE
-    cl.enqueue_nd_range_kernel(runtime.state().queue, k, (size,), (LOCAL_SIZE,)).wait()
+    if isinstance(items, int):
+        items, local = (items,), (local or LOCAL_SIZE,)
+    else:
+        items = tuple(int(i) for i in items)
+        local = tuple(local) if local else (LOCAL_SIZE,) + (1,) * (len(items) - 1)
+    size = tuple(-(-max(i, 1) // g) * g for i, g in zip(items, local))
+    cl.enqueue_nd_range_kernel(runtime.state().queue, k, size, local).wait()
 
 
 def on_device(x) -> tuple[OpenCLTensor, bool]:
-    """``x`` as an OpenCL tensor, and whether it already was one."""
+    """``x`` as an OpenCL tensor, and whether it already was one. On a device sharing the
+    host's memory (PoCL) a host array is used in place, without a copy."""
     if isinstance(x, OpenCLTensor):
         return x, True
-    return from_numpy(np.asarray(x)), False
+    x = np.asarray(x)
+    if not runtime.state().unified or x.nbytes == 0:
+        return from_numpy(x), False
+    import pyopencl as cl
+    if not x.flags.c_contiguous:
+        x = x.copy(order="C")
+    flags = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
+    return OpenCLTensor(cl.Buffer(runtime.state().context, flags, hostbuf=x), x.shape, x.dtype, host=x), False
 
 
-def empty(shape, dtype) -> OpenCLTensor:
+def empty(shape, dtype, host: bool = False) -> OpenCLTensor:
+    """A new tensor for a kernel's output. ``host=True`` when the result goes back to the host:
+    on a device sharing the host's memory the kernel then writes straight into a numpy array."""
     import pyopencl as cl
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    shape = tuple(int(s) for s in shape)
+    nbytes = math.prod(shape) * dtype.itemsize
     if nbytes == 0:
-        return OpenCLTensor(None, shape, dtype)
-    return OpenCLTensor(cl.Buffer(runtime.state().context, cl.mem_flags.READ_WRITE, size=nbytes), shape, dtype)
+        return OpenCLTensor(None, shape, dtype, host=np.empty(shape, dtype) if host else None)
+    context = runtime.state().context
+    if host and runtime.state().unified:
+        array = np.empty(shape, dtype)
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
+        return OpenCLTensor(cl.Buffer(context, flags, hostbuf=array), shape, dtype, host=array)
+    return OpenCLTensor(cl.Buffer(context, cl.mem_flags.READ_WRITE, size=nbytes), shape, dtype)
 
 
 def upload(values: np.ndarray):
@@ -89,7 +116,19 @@ def upload(values: np.ndarray):
 
 
 def result(out: OpenCLTensor, stay: bool):
-    return out if stay else to_numpy(out)
+    """What a kernel wrapper returns: ``out`` itself when an input was on the device, else a
+    numpy array (for a zero-copy output, mapping the buffer once makes the kernel's writes
+    visible in the array it wraps)."""
+    if stay:
+        return out
+    if out.host is None:
+        return to_numpy(out)
+    if out.buffer is not None:
+        import pyopencl as cl
+        mapped, _ = cl.enqueue_map_buffer(runtime.state().queue, out.buffer, cl.map_flags.READ, 0,
+                                          out.shape, out.dtype, is_blocking=True)
+        del mapped   # unmaps
+    return out.host
 
 
 def fp64_rejection(call):
@@ -108,4 +147,4 @@ def promoted(x, dtype) -> tuple[OpenCLTensor, bool]:
         return on_device(x)
     was = isinstance(x, OpenCLTensor)
     host = to_numpy(x) if was else np.asarray(x)
-    return from_numpy(host.astype(dtype)), was
+    return on_device(host.astype(dtype))[0], was

@@ -24,7 +24,7 @@ def _parameter(value, compute):
 def layer_norm(x, normalized_shape, weight, bias, eps):
     tx, stay = launch.on_device(x)
     stay = stay or isinstance(weight, OpenCLTensor) or isinstance(bias, OpenCLTensor)
-    out = launch.empty(tx.shape, tx.dtype)
+    out = launch.empty(tx.shape, tx.dtype, not stay)
     if tx.size:
         features = math.prod(normalized_shape)
         compute = np.dtype(np.float64 if tx.dtype == np.float64 else np.float32)

@@ -9,7 +9,7 @@ from . import launch
 def permute_contiguous(x, dims):
     tx, stay = launch.on_device(x)
     shape = tuple(tx.shape[d] for d in dims)
-    out = launch.empty(shape, tx.dtype)
+    out = launch.empty(shape, tx.dtype, not stay)
     if tx.size:
         strides = np.ones(max(tx.ndim, 1), np.int64)   # element strides of the C-ordered input
         for d in range(tx.ndim - 2, -1, -1):

@@ -36,7 +36,7 @@ def _tables(g, bounds, dilation):
 def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     tx, stay = launch.on_device(x)
     g = geometry(tx.shape, kernel_size, stride, padding, None, ceil_mode)
-    out = launch.empty(tuple(tx.shape[:tx.ndim - len(g.out)]) + g.out, tx.dtype)
+    out = launch.empty(tuple(tx.shape[:tx.ndim - len(g.out)]) + g.out, tx.dtype, not stay)
     if out.size:
         def bounds(dim):
             _, _, valid_start, valid_end = avg_window_bounds(g.spatial[dim], g.out[dim], g.kernel[dim],
@@ -54,8 +54,8 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     tx, stay = launch.on_device(x)
     g = geometry(tx.shape, kernel_size, stride, padding, dilation, ceil_mode)
     shape = tuple(tx.shape[:tx.ndim - len(g.out)]) + g.out
-    out = launch.empty(shape, tx.dtype)
-    index = launch.empty(shape, np.int64) if return_indices else None
+    out = launch.empty(shape, tx.dtype, not stay)
+    index = launch.empty(shape, np.int64, not stay) if return_indices else None
     if out.size:
         def bounds(dim):
             return max_window_bounds(g.spatial[dim], g.out[dim], g.kernel[dim], g.stride[dim], g.padding[dim],

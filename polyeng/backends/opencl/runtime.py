@@ -32,6 +32,11 @@ class State:
         return (d.platform.name, d.name, d.vendor, d.driver_version, d.version)
 
     @property
+    def unified(self) -> bool:
+        """Whether the device works in the host's memory (a CPU device such as PoCL's)."""
+        return bool(self.device.host_unified_memory)
+
+    @property
     def has_fp64(self) -> bool:
         return "cl_khr_fp64" in self.device.extensions
 

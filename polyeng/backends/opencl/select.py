@@ -30,14 +30,15 @@ def select(cond, then, else_, auto_broadcast):
     tc, cond_stays = launch.on_device(cond)
     tt, then_stays = launch.promoted(then, dtype)
     te, else_stays = launch.promoted(else_, dtype)
-    out = launch.empty(shape, dtype)
+    stay = cond_stays or then_stays or else_stays
+    out = launch.empty(shape, dtype, not stay)
     if out.size:
         strides = [_strides(t.shape, shape) for t in (tc, tt, te)]   # rows: cond, then, else_
         launch.run("select.cl", "select_words", launch.word_options(dtype), out.size,
                    tc.buffer, tt.buffer, te.buffer, out.buffer, np.uint64(out.size), np.int32(len(shape)),
                    launch.upload(np.array(shape or (1,), np.int64)),
                    launch.upload(np.array(strides if shape else [[0], [0], [0]], np.int64)))
-    return launch.result(out, cond_stays or then_stays or else_stays)
+    return launch.result(out, stay)
 
 
 KERNELS = {"select": select}

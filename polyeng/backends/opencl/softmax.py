@@ -11,7 +11,7 @@ from . import launch
 
 def _run(x, axis, log):
     tx, stay = launch.on_device(x)
-    out = launch.empty(tx.shape, tx.dtype)
+    out = launch.empty(tx.shape, tx.dtype, not stay)
     if tx.size:
         shape = tx.shape or (1,)   # a 0-d input is one row of one element
         outer, n, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])

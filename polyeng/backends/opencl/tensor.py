@@ -18,10 +18,11 @@ class OpenCLTensor:
     ``polyeng.to_numpy(t)`` brings it back; ops on it run on the OPENCL engine when that
     engine implements them (the layout step)."""
 
-    __slots__ = ("buffer", "shape", "dtype", "__weakref__")
+    __slots__ = ("buffer", "shape", "dtype", "host", "__weakref__")
 
-    def __init__(self, buffer, shape, dtype):
+    def __init__(self, buffer, shape, dtype, host=None):
         self.buffer, self.shape, self.dtype = buffer, tuple(int(s) for s in shape), np.dtype(dtype)
+        self.host = host   # the numpy array a zero-copy buffer lives in (launch.py), else None
 
     @property
     def size(self) -> int:

@@ -16,7 +16,7 @@ from . import launch
 def upsample_nearest(x, size, scale_factor):
     tx, stay = launch.on_device(x)
     tables = nearest_indices({"x": tx, "size": size, "scale_factor": scale_factor})
-    out = launch.empty(tx.shape[:2] + tuple(len(t) for t in tables), tx.dtype)
+    out = launch.empty(tx.shape[:2] + tuple(len(t) for t in tables), tx.dtype, not stay)
     if out.size:
         pad = 3 - len(tables)
         sources = [1] * pad + list(tx.shape[2:])
