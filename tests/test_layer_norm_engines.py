@@ -86,3 +86,20 @@ def test_signed_zeros_without_bias(engine):
 def test_zero_size(engine):
     y = run(engine, np.zeros((0, 4), np.float64), 4, weight=np.ones(4))
     assert type(y) is np.ndarray and y.shape == (0, 4) and y.dtype == np.float64
+
+
+@pytest.mark.parametrize("where", ["x", "weight", "all"])
+def test_opencl_device_inputs_give_a_device_result(where):
+    if "opencl" not in AVAILABLE:
+        pytest.skip("opencl is unavailable (the CI run requires it)")
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((5, 3, 4)).astype(np.float16)
+    w, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float16)
+    dev = {"x": x, "weight": w, "bias": b}
+    for name in (("x", "weight", "bias") if where == "all" else (where,)):
+        dev[name] = polyeng.to_device(dev[name])
+    y = run("opencl", dev["x"], (3, 4), weight=dev["weight"], bias=dev["bias"])
+    assert type(y).__name__ == "OpenCLTensor" and y.shape == x.shape and y.dtype == np.float16
+    want = run("basic", x, (3, 4), weight=w, bias=b).astype(np.float64)
+    np.testing.assert_allclose(polyeng.to_numpy(y).astype(np.float64), want, rtol=16 * eps(np.float16),
+                               atol=16 * eps(np.float16) * 8.0)

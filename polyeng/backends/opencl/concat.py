@@ -1,5 +1,6 @@
-"""concat on OPENCL (concat.cl): one launch per piece copies its rows, as words, into the
-piece's column range of the output seen as (outer, total) rows.
+"""concat on OPENCL: each piece is copied, as words, into its slice of the output by the
+strided copy of ``permute.py`` (rows of the piece into the piece's column range of the output
+seen as (outer, total) rows).
 
 Pieces are promoted to the output dtype first with numpy (the BASIC rule); after that concat
 only moves words, so every dtype is exact.
@@ -8,10 +9,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ...engine import dtypes as dt
 from . import launch
+from .permute import copy
 
 
 def concat(tensors, axis):
@@ -29,9 +29,7 @@ def concat(tensors, axis):
         for t, _ in pieces:
             width = t.shape[axis] * inner
             if width:
-                launch.run("concat.cl", "concat_piece", launch.word_options(dtype), t.size,
-                           t.buffer, out.buffer, np.uint64(t.size), np.uint64(width),
-                           np.uint64(total), np.uint64(offset))
+                copy(t, out, (rows, width), [width, 1], [total, 1], dst_offset=offset)
             offset += width
     return launch.result(out, stay)
 

@@ -11,6 +11,7 @@ kernel objects, and the host/device boundary of a kernel call.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from pathlib import Path
@@ -26,6 +27,7 @@ _sources: dict = {}
 _local = threading.local()
 STORAGE = {dt.float32: 1, dt.float16: 2, dt.bfloat16: 3, dt.float64: 4}
 LOCAL_SIZE = 256
+CAP = 1 << 15   # most work items one launch gets along dimensions 1 and 2
 
 
 def source(file: str) -> str:
@@ -62,7 +64,9 @@ def run(file: str, name: str, options: tuple, items, *args, local=None) -> None:
     ``items`` is the work-item count (an int: a 1-D range in groups of ``LOCAL_SIZE``) or a
     tuple of per-dimension counts (dimension 0 varies fastest; ``local`` gives the group
     shape, default ``(LOCAL_SIZE, 1, ...)``). Every dimension is rounded up to a whole number
-    of groups, so kernels check their bounds.
+    of groups, so kernels check their bounds. Dimensions past the first larger than ``CAP``
+    run as several launches with global offsets (some GPU drivers limit those dimensions);
+    ``get_global_id`` includes the offset, so kernels need not know.
     """
     import pyopencl as cl
     k = kernel(file, name, options)
@@ -73,7 +77,16 @@ def run(file: str, name: str, options: tuple, items, *args, local=None) -> None:
         items = tuple(int(i) for i in items)
         local = tuple(local) if local else (LOCAL_SIZE,) + (1,) * (len(items) - 1)
     size = tuple(-(-max(i, 1) // g) * g for i, g in zip(items, local))
-    cl.enqueue_nd_range_kernel(runtime.state().queue, k, size, local).wait()
+    queue = runtime.state().queue
+    if all(s <= CAP for s in size[1:]):
+        cl.enqueue_nd_range_kernel(queue, k, size, local).wait()
+        return
+    steps = [size[0]] + [max(g, CAP // g * g) for g in local[1:]]
+    event = None
+    for start in itertools.product(*[range(0, s, step) for s, step in zip(size, steps)]):
+        chunk = tuple(min(step, s - at) for s, step, at in zip(size, steps, start))
+        event = cl.enqueue_nd_range_kernel(queue, k, chunk, local, global_work_offset=start)
+    event.wait()
 
 
 def on_device(x) -> tuple[OpenCLTensor, bool]:
@@ -101,7 +114,9 @@ def empty(shape, dtype, host: bool = False) -> OpenCLTensor:
     if nbytes == 0:
         return OpenCLTensor(None, shape, dtype, host=np.empty(shape, dtype) if host else None)
     context = runtime.state().context
-    if host and runtime.state().unified:
+    if runtime.state().unified:
+        # numpy's allocator (huge pages for large arrays) makes first writes cheaper than
+        # the driver's fresh pages; a result that goes back to the host is this array itself
         array = np.empty(shape, dtype)
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
         return OpenCLTensor(cl.Buffer(context, flags, hostbuf=array), shape, dtype, host=array)

@@ -1,4 +1,5 @@
-"""layer_norm on OPENCL (normalization.cl): x seen as (rows, features), one work item per row."""
+"""layer_norm on OPENCL (normalization.cl): x seen as (rows, features), one work item per row
+reading 16 contiguous elements at a time."""
 from __future__ import annotations
 
 import math

@@ -1,9 +1,8 @@
-"""permute_contiguous on OPENCL (permute.cl): any rank and dtype, moved as words."""
+"""permute_contiguous on OPENCL (permute.cl): any rank and dtype, moved as words through the
+strided layout of ``strided.py`` (dimensions contiguous in both input and output merged)."""
 from __future__ import annotations
 
-import numpy as np
-
-from . import launch
+from . import launch, strided
 
 
 def permute_contiguous(x, dims):
@@ -11,14 +10,18 @@ def permute_contiguous(x, dims):
     shape = tuple(tx.shape[d] for d in dims)
     out = launch.empty(shape, tx.dtype, not stay)
     if tx.size:
-        strides = np.ones(max(tx.ndim, 1), np.int64)   # element strides of the C-ordered input
-        for d in range(tx.ndim - 2, -1, -1):
-            strides[d] = strides[d + 1] * tx.shape[d + 1]
-        launch.run("permute.cl", "permute", launch.word_options(tx.dtype), tx.size,
-                   tx.buffer, out.buffer, np.uint64(tx.size), np.int32(len(dims)),
-                   launch.upload(np.array(shape or (1,), np.int64)),
-                   launch.upload(np.array([strides[d] for d in dims] or [1], np.int64)))
+        source = strided.contiguous_strides(tx.shape)
+        copy(tx, out, shape, [source[d] for d in dims], strided.contiguous_strides(shape))
     return launch.result(out, stay)
+
+
+def copy(src, dst, shape, src_strides, dst_strides, src_offset=0, dst_offset=0) -> None:
+    """Copy the words of ``src`` seen through ``src_strides`` over ``shape`` into ``dst`` seen
+    through ``dst_strides`` (both in elements, plus offsets)."""
+    lay = strided.layout(shape, [src_strides, dst_strides], [src_offset, dst_offset])
+    items, local = lay.range_and_group()
+    launch.run("permute.cl", "strided_copy", launch.word_options(src.dtype), items,
+               src.buffer, dst.buffer, *lay.args(), local=local)
 
 
 KERNELS = {"permute_contiguous": permute_contiguous}

@@ -1,20 +1,16 @@
-// select: output element i takes then's word where cond's byte is nonzero, else else_'s; each
-// operand is read through its own broadcast strides (in elements, 0 on broadcast axes), stored
-// as three rows of ndim longs: cond, then, else_. Named select_words: select is an OpenCL builtin.
+// select: y = cond ? then : else_, word by word, each operand read through its own strides
+// (0 along broadcast axes) in the layout of strided.py: i < width (range dimension 0),
+// j < height (dimension 1), r < rows (dimension 2).
+// Named select_words: select is an OpenCL builtin. 64-bit offsets.
 __kernel void select_words(__global const uchar *cond, __global const word *then, __global const word *other,
-                           __global word *y, const ulong n, const int ndim,
-                           __global const long *shape, __global const long *strides) {
-    const size_t i = get_global_id(0);
-    if (i >= n) return;
-    ulong rem = i;
-    long c = 0, t = 0, o = 0;
-    for (int d = ndim - 1; d >= 0; --d) {
-        const ulong s = (ulong)shape[d];
-        const long k = (long)(rem % s);
-        rem /= s;
-        c += k * strides[d];
-        t += k * strides[ndim + d];
-        o += k * strides[2 * ndim + d];
-    }
-    y[i] = cond[c] ? then[t] : other[o];
+                           __global word *y, const ulong width, const ulong height, const ulong rows,
+                           const long cs0, const long cs1, __global const long *cb,
+                           const long ts0, const long ts1, __global const long *tb,
+                           const long es0, const long es1, __global const long *eb,
+                           const long ys0, const long ys1, __global const long *yb) {
+    const size_t i = get_global_id(0), j = get_global_id(1), r = get_global_id(2);
+    if (i >= width || j >= height || r >= rows) return;
+    const long c = cb[r] + (long)j * cs1 + (long)i * cs0, t = tb[r] + (long)j * ts1 + (long)i * ts0;
+    const long e = eb[r] + (long)j * es1 + (long)i * es0;
+    y[yb[r] + (long)j * ys1 + (long)i * ys0] = cond[c] ? then[t] : other[e];
 }

@@ -1,5 +1,9 @@
-"""softmax and log_softmax on OPENCL (softmax.cl): the input is seen as (outer, n, inner)
-with the reduction over n, so any axis runs without a transpose."""
+"""softmax and log_softmax on OPENCL (softmax.cl): the input is seen as (outer, n, inner) with
+the reduction over n, so any axis runs without a transpose. A contiguous reduction (inner 1)
+runs one row per work item; otherwise a work item takes 16 adjacent lanes. Reductions of up
+to ``UNROLLED`` elements are built for their length (one program per length), so the loops
+along n unroll.
+"""
 from __future__ import annotations
 
 import math
@@ -8,6 +12,8 @@ import numpy as np
 
 from . import launch
 
+UNROLLED = 64
+
 
 def _run(x, axis, log):
     tx, stay = launch.on_device(x)
@@ -15,8 +21,15 @@ def _run(x, axis, log):
     if tx.size:
         shape = tx.shape or (1,)   # a 0-d input is one row of one element
         outer, n, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
-        launch.run("softmax.cl", "softmax", launch.float_options(tx.dtype), outer * inner,
-                   tx.buffer, out.buffer, np.uint64(outer), np.uint64(n), np.uint64(inner), np.int32(log))
+        options = launch.float_options(tx.dtype) + ((f"-DN={n}",) if n <= UNROLLED else ())
+        if inner == 1:
+            launch.run("softmax.cl", "softmax_rows", options, outer, tx.buffer, out.buffer,
+                       np.uint64(outer), np.uint64(n), np.int32(log), local=64)
+        else:
+            options += ("-DLOG_FORM=1",) if log else ()
+            launch.run("softmax.cl", "softmax_lanes", options, (-(-inner // 16), outer),
+                       tx.buffer, out.buffer, np.uint64(outer), np.uint64(n), np.uint64(inner),
+                       local=(16, 1))
     return launch.result(out, stay)
 
 
