@@ -3,7 +3,9 @@
 The workload lives in ``benchmarks/workload.py`` of a source checkout, defined there once.
 Per case every runner (one per engine, PyTorch, and a plain ``np.copyto`` moving as many bytes
 as the case) is called once to warm up, then ``repeat`` times in a rotating order so that drift
-(clock, other processes) hits all of them alike; the median is reported.
+(clock, other processes) hits all of them alike; the median is reported. An engine with device
+tensors (OPENCL) is timed twice: with numpy arrays in and out (transfers included), and as
+``engine:device`` with its inputs uploaded before timing and its result left on the device.
 """
 from __future__ import annotations
 
@@ -188,17 +190,56 @@ def _error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:160]
 
 
+DEVICE_SUFFIX = ":device"
+
+
+def device_engines() -> set[str]:
+    """Engines with device tensors (``polyeng.to_device``): timed once more with inputs already there."""
+    from .engine.plugins import registry
+    return {name for name, record in registry().engines.items() if record.to_device is not None}
+
+
+def _to_device(value, engine):
+    if isinstance(value, np.ndarray):
+        return polyeng.to_device(value, engine)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_device(v, engine) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_device(v, engine) for k, v in value.items()}
+    return value
+
+
+def _from_device(value):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_from_device(v) for v in value)
+    return polyeng.to_numpy(value) if not isinstance(value, np.ndarray) and hasattr(value, "shape") else value
+
+
 def _runners(case, args, kwargs, engines, torch):
-    """name -> no-argument callable, for every engine implementing the op, then torch if it builds."""
+    """name -> no-argument callable, for every engine implementing the op (engines with device
+    tensors twice: host arrays in and out, then inputs uploaded beforehand with the result left
+    on the device, named ``engine:device``), then torch if it builds."""
     records = {e.name: e for e in polyeng.engines()}
     op = getattr(polyeng, case.op)
     runners, errors = {}, {}
+    on_device = device_engines()
     for name in engines:
         if case.op in records[name].ops:
             def run(name=name):
                 with polyeng.compute_eng(name, fallback=False):
                     return op(*args, **kwargs)
             runners[name] = run
+            if name in on_device:
+                try:
+                    dargs, dkwargs = _to_device(args, name), _to_device(kwargs, name)
+                except Exception as exc:
+                    errors[name + DEVICE_SUFFIX] = _error_text(exc)
+                    continue
+
+                def run_on_device(name=name, dargs=dargs, dkwargs=dkwargs):
+                    with polyeng.compute_eng(name, fallback=False):
+                        return op(*dargs, **dkwargs)
+                runners[name + DEVICE_SUFFIX] = run_on_device
     if torch is not None and case.torch is not None:
         try:
             runners["torch"] = case.torch(torch, torch.nn.functional, _to_torch(torch, args), _to_torch(torch, kwargs))
@@ -219,6 +260,8 @@ def measure_case(workload, case, args, kwargs, dtype, engines, torch, repeat, pr
             result = reference if name == "basic" else run()   # computing the reference warmed BASIC up
             if name == "torch":
                 result = _from_torch(torch, result)
+            elif name.endswith(DEVICE_SUFFIX):
+                result = _from_device(result)
         except Exception as exc:
             errors[name] = _error_text(exc)
             del runners[name]
@@ -291,4 +334,5 @@ def run_bench(args, progress=None) -> dict:
                 results.append(measure_case(workload, case, call_args, kwargs, dtype, engines, torch,
                                             args.repeat, step))
                 done += args.repeat
-    return {"header": info, "engines": engines + (["torch"] if torch is not None else []), "results": results}
+    timed = [n for name in engines for n in (name, name + DEVICE_SUFFIX) if n == name or name in device_engines()]
+    return {"header": info, "engines": timed + (["torch"] if torch is not None else []), "results": results}

@@ -153,3 +153,17 @@ def test_progress_bar_on_a_terminal_only():
     quiet = io.StringIO()
     Progress(quiet, quiet=True).finish("done")
     assert quiet.getvalue() == ""
+
+
+def test_engines_with_device_tensors_are_also_timed_on_device_inputs(tmp_path, capsys):
+    if not {e.name: e for e in polyeng.engines()}["opencl"].available:
+        pytest.skip("opencl is unavailable (the CI run requires it)")
+    path = tmp_path / "bench.json"
+    assert main(SMALL + ["--cases", "softmax axis=-1", "--engines", "basic,opencl", "--no-torch",
+                         "--json", str(path)]) == 0
+    report = json.loads(path.read_text())
+    assert report["engines"] == ["basic", "opencl", "opencl:device"]
+    runs = report["results"][0]["engines"]
+    assert runs["opencl"]["ok"] and runs["opencl:device"]["ok"]   # the device result checked on the host
+    assert runs["opencl:device"]["median_s"] > 0 and len(runs["opencl:device"]["times_s"]) == 2
+    assert "opencl:device" in capsys.readouterr().out
