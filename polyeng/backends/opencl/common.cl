@@ -13,6 +13,7 @@ typedef double elem;
 #define LOAD(p, i) ((p)[i])
 #define STORE(p, i, v) ((p)[i] = (v))
 typedef double16 realv;
+#define VMASK(m) (convert_long16(m) != 0)   // an int16 lane mask as select() takes it for realv
 typedef double8 real8;
 typedef double4 real4;
 typedef double2 real2;
@@ -65,6 +66,9 @@ typedef float2 real2;
 #define VSTORE(p, i, v) vstore16((v), 0, (p) + (i))
 #endif
 #define VLANES 16
+#ifndef VMASK
+#define VMASK(m) ((m) != 0)
+#endif
 
 // horizontal max and sum of a realv
 inline real hmax(realv v) {

@@ -95,3 +95,122 @@ __kernel void max_pool(__global const word *x, __global word *y,
     index[i] = best_at;
 #endif
 }
+
+// the first in-bounds tap of a window starting at s with dilation dil
+inline long first_tap(long s, long dil) {
+    return s < 0 ? s + (-s + dil - 1) / dil * dil : s;
+}
+
+#ifdef STORAGE
+// Float pooling, 16 adjacent output columns per work item (range (ceil(OW / 16), OH,
+// planes * OD)), taps in the same row-major order as the kernels above. A tap's 16 input
+// columns are one vector load when they lie inside the row (stride 1, or stride 2 as the even
+// lanes of two loads), else 16 clamped loads with a mask (row borders, other strides).
+// Lanes past OW are computed on clamped data and not stored.
+inline realv tap16(__global const elem *x, size_t row, long p0, long W, long step, int16 *valid) {
+    const long last = p0 + step * (VLANES - 1);
+    if (p0 >= 0 && last < W) {
+        *valid = (int16)(-1);
+        if (step == 1) return VLOAD(x, row + (size_t)p0);
+        if (step == 2 && last + 1 < W) {
+            const realv a = VLOAD(x, row + (size_t)p0), b = VLOAD(x, row + (size_t)p0 + VLANES);
+            return (realv)(a.even, b.even);
+        }
+    }
+    real v[VLANES];
+    int ok[VLANES];
+    for (int l = 0; l < VLANES; ++l) {
+        const long p = p0 + step * l;
+        ok[l] = p >= 0 && p < W ? -1 : 0;
+        v[l] = LOAD(x, row + (size_t)clamp(p, 0L, W - 1));
+    }
+    *valid = vload16(0, ok);
+    return vload16(0, v);
+}
+
+#define POSITION16                                                                      \
+    const long ow = (long)get_global_id(0) * VLANES, oh = get_global_id(1), z = get_global_id(2); \
+    if (ow >= OW || oh >= OH || z >= planes * OD) return;                               \
+    const long od = z % OD, plane = z / OD;                                             \
+    const long d0 = od * SD - PD, h0 = oh * SH - PH, w0 = ow * SW - PW;                 \
+    const size_t base = (size_t)plane * (size_t)(D * H * W);                            \
+    const size_t at_out = ((size_t)z * OH + oh) * OW + ow;                              \
+    const int lanes = (int)min((long)VLANES, OW - ow);
+
+__kernel void avg_pool16(__global const elem *x, __global elem *y, const long D, const long H, const long W,
+                         const long OD, const long OH, const long OW, const long planes,
+                         const long SD, const long SH, const long SW, const long PD, const long PH, const long PW,
+                         const long KD, const long KH, const long KW, __global const long *divisor) {
+    POSITION16
+    realv total = (realv)0;
+    for (long kd = 0; kd < KD; ++kd) {
+        const long d = d0 + kd;
+        if (d < 0 || d >= D) continue;
+        for (long kh = 0; kh < KH; ++kh) {
+            const long h = h0 + kh;
+            if (h < 0 || h >= H) continue;
+            const size_t row = base + (size_t)((d * H + h) * W);
+            for (long kw = 0; kw < KW; ++kw) {
+                int16 valid;
+                const realv v = tap16(x, row, w0 + kw, W, SW, &valid);
+                total += select((realv)0, v, VMASK(valid));
+            }
+        }
+    }
+    real sums[VLANES];
+    vstore16(total, 0, sums);
+    const size_t at_div = (size_t)(od * OH + oh) * OW + ow;
+    for (int l = 0; l < lanes; ++l) STORE(y, at_out + l, sums[l] / (real)divisor[at_div + l]);
+}
+
+__kernel void max_pool16(__global const elem *x, __global word *y,
+#ifdef WITH_INDEX
+                         __global long *index,
+#endif
+                         const long D, const long H, const long W, const long OD, const long OH, const long OW,
+                         const long planes, const long SD, const long SH, const long SW,
+                         const long PD, const long PH, const long PW, const long DD, const long DH, const long DW,
+                         const long KD, const long KH, const long KW) {
+    POSITION16
+    const long16 lane = (long16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const long16 wfirst = (long16)w0 + lane * SW;
+    const long16 skip = select((long16)0, (-wfirst + DW - 1) / DW, wfirst < 0);
+    // a window where nothing beats the lowest value reports its first in-bounds tap
+    long16 best_at = (long16)((first_tap(d0, DD) * H + first_tap(h0, DH)) * W) + wfirst + skip * DW;
+    realv best = (realv)(-INFINITY);
+    int16 won = (int16)0;
+    for (long kd = 0; kd < KD; ++kd) {
+        const long d = d0 + kd * DD;
+        if (d < 0 || d >= D) continue;
+        for (long kh = 0; kh < KH; ++kh) {
+            const long h = h0 + kh * DH;
+            if (h < 0 || h >= H) continue;
+            const long row = (d * H + h) * W;
+            for (long kw = 0; kw < KW; ++kw) {
+                int16 valid;
+                const long p0 = w0 + kw * DW;
+                const realv v = tap16(x, base + (size_t)row, p0, W, SW, &valid);
+                // PyTorch's `val > max || isnan(val)`: ties keep the first tap, the last NaN wins
+                const int16 take = valid & (convert_int16(v > best) | convert_int16(isnan(v)));
+                best = select(best, v, VMASK(take));
+                best_at = select(best_at, (long16)(row + p0) + lane * SW, convert_long16(take) != 0);
+                won |= take;
+            }
+        }
+    }
+    long at[VLANES];
+    int any[VLANES];
+    vstore16(best_at, 0, at);
+    vstore16(won, 0, any);
+    __global const word *xw = (__global const word *)x;
+    for (int l = 0; l < lanes; ++l) {
+        if (any[l])
+            y[at_out + l] = xw[base + (size_t)at[l]];   // the winner's own bits
+        else
+            STORE_LOWEST(y, at_out + l);
+#ifdef WITH_INDEX
+        index[at_out + l] = at[l];
+#endif
+    }
+}
+#endif

@@ -1,16 +1,19 @@
 """avg_pool2d/3d and max_pool2d/3d on OPENCL (pooling.cl).
 
-The window geometry comes from ``polyeng.ops.pooling``: the host turns it into per-dimension
-tap ranges (and the average divisor table) and uploads them; 2-D pooling runs the 3-D
-kernels with a depth of 1. Max pooling accepts every dtype: floats compare as ``real``,
-ints and bool as themselves, and the winning element is copied unchanged.
+The window geometry comes from ``polyeng.ops.pooling``; 2-D pooling runs the 3-D kernels with a
+depth of 1. Float pooling (avg, max) runs 16 adjacent output columns per work item on vectors,
+with the geometry as scalar arguments and the average divisor table uploaded. Max pooling
+accepts every dtype: ints and bool run one output per work item on host tap-range tables,
+comparing as themselves; the winning element is copied unchanged for every dtype.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ...engine import dtypes as dt
-from ...ops.pooling import avg_divisor, avg_window_bounds, geometry, max_window_bounds
+from ...ops.pooling import avg_divisor, geometry, max_window_bounds
 from . import launch
 
 # integer comparison key per dtype (pooling.cl's INT_KEY); bool compares as uchar
@@ -33,20 +36,31 @@ def _tables(g, bounds, dilation):
     return dims, np.concatenate(lows).astype(np.int64), np.concatenate(highs).astype(np.int64)
 
 
+def _three(values, pad) -> list:
+    """Per-dimension values for the 3-D kernels: 2-D pooling gets ``pad`` for the depth."""
+    return ([pad] if len(values) == 2 else []) + [int(v) for v in values]
+
+
+def _launch16(name, g, planes, options, buffers, extra, tail=()) -> None:
+    """The 16-column float kernels: geometry as scalar arguments, one item per 16 output columns."""
+    out_d, out_h, out_w = _three(g.out, 1)
+    blocks = -(-out_w // 16)
+    lx = min(16, 1 << max(blocks - 1, 0).bit_length())
+    ly = min(64 // lx, 1 << max(out_h - 1, 0).bit_length())
+    geometry_args = _three(g.spatial, 1) + [out_d, out_h, out_w, planes] + _three(g.stride, 1) + _three(g.padding, 0)
+    launch.run("pooling.cl", name, options, (blocks, out_h, planes * out_d), *buffers,
+               *[np.int64(v) for v in geometry_args + extra], *tail, local=(lx, ly, 1))
+
+
 def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     tx, stay = launch.on_device(x)
     g = geometry(tx.shape, kernel_size, stride, padding, None, ceil_mode)
     out = launch.empty(tuple(tx.shape[:tx.ndim - len(g.out)]) + g.out, tx.dtype, not stay)
     if out.size:
-        def bounds(dim):
-            _, _, valid_start, valid_end = avg_window_bounds(g.spatial[dim], g.out[dim], g.kernel[dim],
-                                                             g.stride[dim], g.padding[dim])
-            return valid_start, valid_end
-        dims, lo, hi = _tables(g, bounds, (1,) * len(g.out))
         divisor = avg_divisor(g, count_include_pad, divisor_override).astype(np.int64).ravel()
-        launch.run("pooling.cl", "avg_pool", launch.float_options(tx.dtype), out.size,
-                   tx.buffer, out.buffer, np.uint64(out.size), launch.upload(dims), launch.upload(lo),
-                   launch.upload(hi), launch.upload(divisor))
+        planes = out.size // math.prod(g.out)
+        _launch16("avg_pool16", g, planes, launch.float_options(tx.dtype), (tx.buffer, out.buffer),
+                  _three(g.kernel, 1), (launch.upload(divisor),))
     return launch.result(out, stay)
 
 
@@ -57,10 +71,6 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     out = launch.empty(shape, tx.dtype, not stay)
     index = launch.empty(shape, np.int64, not stay) if return_indices else None
     if out.size:
-        def bounds(dim):
-            return max_window_bounds(g.spatial[dim], g.out[dim], g.kernel[dim], g.stride[dim], g.padding[dim],
-                                     g.dilation[dim])
-        dims, lo, hi = _tables(g, bounds, g.dilation)
         dtype = np.dtype(tx.dtype)
         options = launch.word_options(dtype)
         options += (f"-DINT_KEY={_INT_KEY[dtype]}",) if dtype in _INT_KEY else launch.float_options(dtype)
@@ -68,8 +78,16 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
         if return_indices:
             options += ("-DWITH_INDEX=1",)
             buffers += (index.buffer,)
-        launch.run("pooling.cl", "max_pool", options, out.size, *buffers, np.uint64(out.size),
-                   launch.upload(dims), launch.upload(lo), launch.upload(hi))
+        if dtype in _INT_KEY:
+            def bounds(dim):
+                return max_window_bounds(g.spatial[dim], g.out[dim], g.kernel[dim], g.stride[dim],
+                                         g.padding[dim], g.dilation[dim])
+            dims, lo, hi = _tables(g, bounds, g.dilation)
+            launch.run("pooling.cl", "max_pool", options, out.size, *buffers, np.uint64(out.size),
+                       launch.upload(dims), launch.upload(lo), launch.upload(hi))
+        else:
+            _launch16("max_pool16", g, out.size // math.prod(g.out), options, buffers,
+                      _three(g.dilation, 1) + _three(g.kernel, 1))
     values = launch.result(out, stay)
     return (values, launch.result(index, stay)) if return_indices else values
 
