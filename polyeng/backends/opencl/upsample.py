@@ -1,16 +1,54 @@
-"""upsample_nearest on OPENCL (upsample.cl): 1, 2 or 3 spatial dims, any dtype, moved as words.
+"""upsample_nearest and upsample_bilinear2d on OPENCL (upsample.cl).
 
-The source index of every output position along each spatial dim comes from
-``polyeng.ops.upsample.nearest_indices`` (the same tables BASIC gathers with), uploaded as
-int64; fewer than 3 spatial dims are padded in front with size-1 dims indexing 0, so one
-kernel serves every rank.
+Both read the source positions from the tables ``polyeng.ops.upsample`` computes for BASIC
+(``nearest_indices``; ``bilinear_coordinates`` with their weights in f32, f64 for f64 data),
+uploaded once per call as int32 indices, over (output column runs, rows, planes) ranges: one
+work item writes a run of adjacent outputs of one row (upsample.cl says why). A spatial size
+of 2**31 or more is refused with a ValueError, a kernel failure the dispatcher falls back from.
+
+- nearest: 1, 2 or 3 spatial dims, any dtype, moved as words (bit-exact); fewer than 3
+  spatial dims are padded in front with size-1 dims indexing 0, and the output depth is
+  folded into the plane dimension. Columns that repeat each input 1, 2 or 4 times run as
+  vector loads and shuffles. It needs no cl_khr_fp64, but the engine's shared rule still
+  sends f64 inputs elsewhere on a device without it.
+- bilinear: every float dtype (16-bit storage computed in f32; f64 in f64, so only where the
+  device has cl_khr_fp64), in two passes as BASIC computes it: the source rows that some
+  output reads, interpolated along W into a scratch tensor, then along H. With contraction
+  into fused multiply-adds off, results are BASIC's bit for bit (NaN payloads aside).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...ops.upsample import nearest_indices
+from ...ops.upsample import bilinear_coordinates, nearest_indices, opmath_dtype
 from . import launch
+
+
+RUN = 16          # outputs per work item along a row (upsample.cl's RUN)
+GROUP_ITEMS = 64  # work items a group aims for: the runs of a row, several rows when short
+
+
+def _range(ow: int, oh: int, planes: int) -> tuple:
+    """(global counts, group shape) for an output of ``planes`` planes of ``oh`` x ``ow``."""
+    runs = -(-ow // RUN)
+    width = -(-runs // -(-runs // GROUP_ITEMS))   # split long rows into even groups
+    return (runs, oh, planes), (width, max(1, min(oh, GROUP_ITEMS // width)), 1)
+
+
+def _indices(*tables) -> np.ndarray:
+    """The tables concatenated as int32 (every index is below its spatial size)."""
+    joined = np.concatenate(tables)
+    if joined.size and int(joined.max()) >= 2 ** 31:
+        raise ValueError("OPENCL upsampling indexes spatial dims below 2**31 elements")
+    return joined.astype(np.int32)
+
+
+def _repeat(index_w: np.ndarray, in_w: int) -> int:
+    """upsample.cl's REPEAT: r when output column w reads input column w // r (r = 1, 2, 4), else 0."""
+    r = len(index_w) // in_w
+    if r in (1, 2, 4) and len(index_w) == r * in_w and np.array_equal(index_w, np.arange(len(index_w)) // r):
+        return r
+    return 0
 
 
 def upsample_nearest(x, size, scale_factor):
@@ -19,13 +57,45 @@ def upsample_nearest(x, size, scale_factor):
     out = launch.empty(tx.shape[:2] + tuple(len(t) for t in tables), tx.dtype, not stay)
     if out.size:
         pad = 3 - len(tables)
-        sources = [1] * pad + list(tx.shape[2:])
-        tables = [np.zeros(1, np.int64)] * pad + tables
-        launch.run("upsample.cl", "upsample_nearest", launch.word_options(tx.dtype), out.size,
-                   tx.buffer, out.buffer, np.uint64(out.size),
-                   *[np.uint64(len(t)) for t in tables], *[np.uint64(s) for s in sources],
-                   *[launch.upload(t.astype(np.int64, copy=False)) for t in tables])
+        id_, ih, iw = [1] * pad + list(tx.shape[2:])
+        index_d, index_h, index_w = [np.zeros(1, np.int64)] * pad + tables
+        ow, oh, depth = len(index_w), len(index_h), len(index_d)
+        planes = tx.shape[0] * tx.shape[1] * depth
+        items, local = _range(ow, oh, planes)
+        options = launch.word_options(tx.dtype) + (f"-DREPEAT={_repeat(index_w, iw)}",)
+        launch.run("upsample.cl", "upsample_nearest", options, items,
+                   tx.buffer, out.buffer, np.uint64(ow), np.uint64(oh), np.uint64(depth), np.uint64(planes),
+                   np.uint64(iw), np.uint64(ih * iw), np.uint64(id_ * ih * iw),
+                   *[launch.upload(_indices(t)) for t in (index_d, index_h, index_w)], local=local)
     return launch.result(out, stay)
 
 
-KERNELS = {"upsample_nearest": upsample_nearest}
+def upsample_bilinear2d(x, size, scale_factor, align_corners):
+    tx, stay = launch.on_device(x)
+    args = {"x": tx, "size": size, "scale_factor": scale_factor, "align_corners": align_corners}
+    (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = bilinear_coordinates(args, tx.dtype)
+    n, c, ih, iw = tx.shape
+    oh, ow, planes = len(h0), len(w0), n * c
+    out = launch.empty((n, c, oh, ow), tx.dtype, not stay)
+    if out.size:
+        real = opmath_dtype(tx.dtype)
+        # the source rows some output reads, and each output row's two among them
+        read = np.zeros(ih, np.bool_)
+        read[h0] = read[h1] = True
+        used = np.flatnonzero(read)
+        slot = np.cumsum(read) - 1
+        index = launch.upload(_indices(used, slot[h0], slot[h1], w0, w1))
+        weight = launch.upload(np.concatenate([lh0, lh1, lw0, lw1]).astype(real, copy=False))
+        rows = launch.empty((planes, len(used), ow), real)
+        options = launch.float_options(tx.dtype)
+        sizes = (np.uint64(ow), np.uint64(oh), np.uint64(len(used)), np.uint64(planes))
+        items, local = _range(ow, len(used), planes)
+        launch.run("upsample.cl", "bilinear_rows", options, items, tx.buffer, rows.buffer, *sizes,
+                   np.uint64(iw), np.uint64(ih * iw), index, weight, local=local)
+        items, local = _range(ow, oh, planes)
+        launch.run("upsample.cl", "bilinear_cols", options, items, rows.buffer, out.buffer, *sizes, index, weight,
+                   local=local)
+    return launch.result(out, stay)
+
+
+KERNELS = {"upsample_nearest": upsample_nearest, "upsample_bilinear2d": upsample_bilinear2d}

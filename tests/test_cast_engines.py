@@ -1,7 +1,9 @@
-"""NUMBA cast bit for bit against BASIC, for every source dtype and target float type.
+"""cast on the JIT engines (NUMBA, OPENCL) bit for bit against BASIC, for every source dtype and
+target float type.
 
 test_cast_rounding.py sweeps the rounding itself on every engine; this covers the pairs,
-layouts and integer and special inputs of the NUMBA kernel.
+layouts, sizes past a vector or work item's run, integer and special inputs, same-dtype
+copies and, on OPENCL, device-resident inputs.
 """
 import numpy as np
 import pytest
@@ -9,10 +11,16 @@ import pytest
 import polyeng
 from polyeng.engine import dtypes as dt
 
-pytest.importorskip("numba")
-
+AVAILABLE = {e.name for e in polyeng.engines() if e.available}
 TARGETS = [dt.float16, dt.bfloat16, dt.float32, dt.float64]
-UINT = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+@pytest.fixture(params=["numba", "opencl"])
+def engine(request):
+    if request.param not in AVAILABLE:
+        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
+    return request.param
 
 
 def run(engine, x, dtype):
@@ -51,22 +59,48 @@ SOURCES = [dt.float16, dt.bfloat16, dt.float32, dt.float64, dt.int8, dt.uint8, d
 
 @pytest.mark.parametrize("target", TARGETS, ids=dt.short_name)
 @pytest.mark.parametrize("source", SOURCES, ids=dt.short_name)
-def test_bit_identical_to_basic(source, target):
+def test_bit_identical_to_basic(engine, source, target):
     x = source_values(source)
-    assert_same_bits(run("numba", x, target), run("basic", x, target))
+    assert_same_bits(run(engine, x, target), run("basic", x, target))
 
 
 @pytest.mark.parametrize("target", [dt.bfloat16, dt.float16], ids=dt.short_name)
-def test_layouts_and_shapes(target):
+def test_layouts_and_shapes(engine, target):
     x = source_values(dt.float64)[:300].reshape(10, 30)
     for view in (x.T, x[:, ::3], x[::-1], x[3, 4], x.reshape(2, 5, 30)[:, 1:4]):
-        got = run("numba", view, target)
+        got = run(engine, view, target)
         assert got.shape == np.shape(view)
         assert_same_bits(np.asarray(got), np.asarray(run("basic", view, target)))
 
 
-def test_same_dtype_is_a_copy():
+@pytest.mark.parametrize("size", [1, 15, 16, 17, 255, 257, 4097])
+def test_sizes_around_runs_and_groups(engine, size):
+    x = (np.random.default_rng(size).standard_normal(size) * 1e4).astype(np.float32)
+    x[::7] = np.nan
+    for target in (dt.bfloat16, dt.float16, dt.float64):
+        assert_same_bits(run(engine, x, target), run("basic", x, target))
+
+
+def test_same_dtype_is_a_copy(engine):
     x = np.arange(6, dtype=np.float32)
-    y = run("numba", x, "f32")
+    y = run(engine, x, "f32")
     assert y.dtype == x.dtype and not np.shares_memory(x, y)
     np.testing.assert_array_equal(x, y)
+    payloads = np.array([0x7FC00001, 0xFF800123, 0x7F800001], np.uint32).view(np.float32)   # NaN payloads
+    assert run(engine, payloads, np.float32).view(np.uint32).tolist() == payloads.view(np.uint32).tolist()
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=dt.short_name)
+@pytest.mark.parametrize("source", SOURCES, ids=dt.short_name)
+def test_device_inputs_give_device_results(source, target):
+    if "opencl" not in AVAILABLE:
+        pytest.skip("opencl is unavailable (the CI run requires it)")
+    x = source_values(source)
+    got = run("opencl", polyeng.to_device(x, "opencl"), target)
+    assert not isinstance(got, np.ndarray) and got.shape == x.shape and got.dtype == target
+    assert_same_bits(polyeng.to_numpy(got), run("basic", x, target))
+
+
+def test_bad_target_is_rejected_before_any_kernel(engine):
+    with pytest.raises(TypeError, match="dtype"):
+        run(engine, np.ones(3, np.float32), np.int32)

@@ -1,0 +1,39 @@
+"""cast on OPENCL (cast.cl): every supported dtype (f16, bf16, f32, f64, int8, uint8, int32,
+int64, bool) to f16, bf16, f32 or f64, bit for bit as BASIC (one rounding to nearest even;
+NaN stays NaN, Inf stays Inf, overflow becomes Inf, the sign of zero is kept).
+
+The kernel converts IEEE bit patterns with integer arithmetic, f64 included, so it needs no
+cl_khr_fp64 and does not depend on a device's float conversions or denormal mode; only the
+engine's shared rule (``accepts``) still declines f64 *inputs* on a device without
+cl_khr_fp64, and those calls run on another engine. A cast to the input's own dtype is a
+buffer copy (NaN payloads kept, as numpy's ``astype`` keeps them).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...engine import dtypes as dt
+from . import launch, runtime
+
+# cast.cl's SRC / DST codes
+_SOURCE = {dt.float32: 1, dt.float16: 2, dt.bfloat16: 3, dt.float64: 4, dt.int8: 5, dt.uint8: 6,
+           dt.int32: 7, dt.int64: 8, dt.bool_: 9}
+_TARGET = {dt.float32: 1, dt.float16: 2, dt.bfloat16: 3, dt.float64: 4}
+RUN = 16   # elements per work item (cast.cl's RUN)
+
+
+def cast(x, dtype):
+    dtype = np.dtype(dtype)
+    tx, stay = launch.on_device(x)
+    out = launch.empty(tx.shape, dtype, not stay)
+    if out.size:
+        if tx.dtype == dtype:
+            import pyopencl as cl
+            cl.enqueue_copy(runtime.state().queue, out.buffer, tx.buffer, byte_count=out.nbytes).wait()
+        else:
+            options = (f"-DSRC={_SOURCE[np.dtype(tx.dtype)]}", f"-DDST={_TARGET[dtype]}")
+            launch.run("cast.cl", "cast", options, -(-out.size // RUN), tx.buffer, out.buffer, np.uint64(out.size))
+    return launch.result(out, stay)
+
+
+KERNELS = {"cast": cast}
