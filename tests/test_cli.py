@@ -1,5 +1,6 @@
 """The command line: info, explain, demo."""
 import pytest
+from support import FakeEngine
 
 from polyeng.cli import main
 
@@ -11,12 +12,13 @@ def test_info_lists_engines_devices_and_defaults(capsys):
         assert text in out
 
 
-def test_explain_shows_step_and_every_candidate(capsys):
+def test_explain_shows_step_and_every_candidate(backends, capsys):
+    backends(FakeEngine("fake", ops=("concat",)))   # a candidate without the op
     assert main(["explain", "upsample_bilinear2d", "1x3x8x8:f32", "scale_factor=2", "align_corners=True",
                  "--engine", "opencl"]) == 0
     out = capsys.readouterr().out
-    assert "step=recommend" in out and "user=opencl" in out
-    for engine in ("basic", "numba", "opencl"):
+    assert "step=user" in out and "user=opencl" in out
+    for engine in ("basic", "numba", "opencl", "fake"):
         assert engine in out
     assert "not implemented" in out
 
@@ -33,12 +35,18 @@ def test_explain_parses_lists_scalars_and_huge_shapes(capsys):
     (["explain", "concat", "[2x3,3x4]", "axis=1"], "sizes must match"),
     (["explain", "conv2d", "2x3"], "not a polyeng op"),
     (["explain", "softmax", "2x3", "--engine", "cuda"], "not a registered engine"),
-    (["explain", "matmul", "2x3", "3x4", "--engine", "opencl", "--no-fallback"], "engine 'opencl' cannot run matmul"),
 ])
 def test_explain_errors_are_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("polyeng explain: ") and message in err and "Traceback" not in err
+
+
+def test_explain_an_engine_that_cannot_run_the_call_is_a_one_line_error(backends, capsys):
+    backends(FakeEngine("fake", ops=("concat",)))
+    assert main(["explain", "matmul", "2x3", "3x4", "--engine", "fake", "--no-fallback"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("polyeng explain: ") and "engine 'fake' cannot run matmul" in err and "Traceback" not in err
 
 
 def test_demo_runs_every_op_and_the_model(capsys):

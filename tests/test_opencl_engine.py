@@ -89,3 +89,18 @@ def test_float64_needs_cl_khr_fp64(monkeypatch):
     assert decision.step == "special-argument"
     with pytest.raises(polyeng.EngineError, match="cl_khr_fp64"):
         on("opencl", "gelu", x)
+
+
+def test_without_cl_khr_fp64_bit_moving_ops_still_take_float64(monkeypatch):
+    from polyeng.backends.opencl import runtime
+    monkeypatch.setattr(runtime.State, "has_fp64", property(lambda self: False))
+    x = np.arange(12, dtype=np.float64).reshape(3, 4) / 7
+    for op, args, kwargs in [("permute_contiguous", (x, (1, 0)), {}), ("concat", ([x, x],), {"axis": 0}),
+                             ("select", (x > 0.5, x, -x), {}), ("cast", (x, "bf16"), {}),
+                             ("upsample_nearest", (x[None],), {"scale_factor": 2})]:
+        got, want = on("opencl", op, *args, **kwargs), on("basic", op, *args, **kwargs)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    # an f64 result from narrower inputs is f64 work too
+    ints, floats = np.ones((2, 3), np.int32), np.ones((3, 2), np.float32)
+    verdicts = {c.engine: c for c in polyeng.explain("matmul", ints, floats).candidates}
+    assert verdicts["opencl"].verdict == "rejected" and "cl_khr_fp64" in verdicts["opencl"].reason

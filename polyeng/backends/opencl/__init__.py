@@ -13,8 +13,19 @@ OPS = {
     "concat": "concat", "permute_contiguous": "permute", "select": "select",
     "avg_pool2d": "pooling", "avg_pool3d": "pooling", "max_pool2d": "pooling", "max_pool3d": "pooling",
     "upsample_nearest": "upsample", "layer_norm": "normalization", "softmax": "softmax",
-    "log_softmax": "softmax", "gelu": "activation",
+    "log_softmax": "softmax", "gelu": "activation", "cast": "cast", "upsample_bilinear2d": "upsample",
+    "matmul": "matmul", "linear": "matmul", "lstm": "lstm",
 }
+# Kernels that only move or convert bits (cast converts IEEE patterns with integer arithmetic):
+# float64 data needs no cl_khr_fp64 there, so they take it on any device.
+BITS_ONLY = {"concat", "permute_contiguous", "select", "upsample_nearest", "cast"}
+# Compute types of the kernels that declare them (the others run in whatever the mode allows).
+# matmul, linear and lstm are ALLOW ops: a bf16/f16/tf32 mode lets the dispatcher round f32
+# inputs first, which it cannot do to device tensors, so these compute f32 under such a mode
+# (which it allows); integer and bool products compute in their own type, bit for bit.
+_FLOAT = ("f32", "f64")
+COMPUTE_TYPES = {"matmul": _FLOAT + ("s8", "u8", "s32", "s64", "bool"), "linear": _FLOAT,
+                 "lstm": _FLOAT}
 
 
 def availability():
@@ -38,8 +49,9 @@ def polyeng_register(registry):
     registry.add_engine(NAME, available=availability, native_type=OpenCLTensor, to_host=to_numpy,
                         to_device=from_numpy)
     for op, module in OPS.items():
-        registry.add_kernel(op, NAME, LazyKernel(op, module, __name__), accepts=_fp64_rejection,
-                            native_storage=True)
+        accepts = None if op in BITS_ONLY else _fp64_rejection
+        registry.add_kernel(op, NAME, LazyKernel(op, module, __name__), accepts=accepts,
+                            compute_types=COMPUTE_TYPES.get(op), native_storage=True)
 
 
 def _fp64_rejection(call):
