@@ -84,12 +84,26 @@ inline real hsum(realv v) {
     return c.lo + c.hi;
 }
 
+// wordv: 16 words; wordmask: what select() takes to choose between two wordv, and
+// to_wordmask turning a char16 comparison result (-1 or 0 per lane) into one.
 #if defined(WORD_BYTES) && WORD_BYTES == 8
 typedef ulong word;
+typedef ulong16 wordv;
+typedef long16 wordmask;
+#define to_wordmask(m) convert_long16(m)
 #elif defined(WORD_BYTES) && WORD_BYTES == 4
 typedef uint word;
+typedef uint16 wordv;
+typedef int16 wordmask;
+#define to_wordmask(m) convert_int16(m)
 #elif defined(WORD_BYTES) && WORD_BYTES == 2
 typedef ushort word;
+typedef ushort16 wordv;
+typedef short16 wordmask;
+#define to_wordmask(m) convert_short16(m)
 #else
 typedef uchar word;
+typedef uchar16 wordv;
+typedef char16 wordmask;
+#define to_wordmask(m) (m)
 #endif

@@ -19,9 +19,10 @@ def copy(src, dst, shape, src_strides, dst_strides, src_offset=0, dst_offset=0) 
     """Copy the words of ``src`` seen through ``src_strides`` over ``shape`` into ``dst`` seen
     through ``dst_strides`` (both in elements, plus offsets)."""
     lay = strided.layout(shape, [src_strides, dst_strides], [src_offset, dst_offset])
-    items, local = lay.range_and_group()
-    launch.run("permute.cl", "strided_copy", launch.word_options(src.dtype), items,
-               src.buffer, dst.buffer, *lay.args(), local=local)
+    wide = lay.unit_width(steps=(1,))   # contiguous rows: 16 words a work item
+    items, local = lay.range_and_group(16 if wide else 1)
+    launch.run("permute.cl", "strided_copy16" if wide else "strided_copy", launch.word_options(src.dtype),
+               items, src.buffer, dst.buffer, *lay.args(), local=local)
 
 
 KERNELS = {"permute_contiguous": permute_contiguous}

@@ -29,8 +29,9 @@ def select(cond, then, else_, auto_broadcast):
     if out.size:
         lay = strided.layout(shape, [_strides(t.shape, shape) for t in (tc, tt, te)]
                              + [strided.contiguous_strides(shape)])
-        items, local = lay.range_and_group()
-        launch.run("select.cl", "select_words", launch.word_options(dtype), items,
+        wide = lay.unit_width()   # every operand contiguous or broadcast along the width
+        items, local = lay.range_and_group(16 if wide else 1)
+        launch.run("select.cl", "select_words16" if wide else "select_words", launch.word_options(dtype), items,
                    tc.buffer, tt.buffer, te.buffer, out.buffer, *lay.args(), local=local)
     return launch.result(out, stay)
 

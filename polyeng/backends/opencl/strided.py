@@ -25,11 +25,17 @@ class Layout:
     inner: tuple    # per operand: (stride along width, stride along height)
     bases: tuple    # per operand: int64 array, the offset of each row
 
-    def range_and_group(self) -> tuple[tuple, tuple]:
-        """(items, local) for ``launch.run``: whole rows of ``width`` grouped, up to 256 items a group."""
-        lx = min(launch.LOCAL_SIZE, 1 << max(self.width - 1, 0).bit_length())
+    def range_and_group(self, per_item: int = 1) -> tuple[tuple, tuple]:
+        """(items, local) for ``launch.run`` with ``per_item`` adjacent elements of a row per work
+        item: whole rows grouped, up to 256 items a group."""
+        blocks = -(-self.width // per_item)
+        lx = min(launch.LOCAL_SIZE, 1 << max(blocks - 1, 0).bit_length())
         ly = min(launch.LOCAL_SIZE // lx, 1 << max(self.height - 1, 0).bit_length())
-        return (self.width, self.height, self.rows), (lx, ly, 1)
+        return (blocks, self.height, self.rows), (lx, ly, 1)
+
+    def unit_width(self, steps=(0, 1)) -> bool:
+        """Whether every operand steps along the width by one of ``steps`` (the output last, by 1)."""
+        return all(s0 in steps for s0, _ in self.inner[:-1]) and self.inner[-1][0] == 1
 
     def args(self) -> list:
         """Kernel arguments after the buffers: width, height, rows, then per operand its two
