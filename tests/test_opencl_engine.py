@@ -104,3 +104,23 @@ def test_without_cl_khr_fp64_bit_moving_ops_still_take_float64(monkeypatch):
     ints, floats = np.ones((2, 3), np.int32), np.ones((3, 2), np.float32)
     verdicts = {c.engine: c for c in polyeng.explain("matmul", ints, floats).candidates}
     assert verdicts["opencl"].verdict == "rejected" and "cl_khr_fp64" in verdicts["opencl"].reason
+
+
+@pytest.mark.parametrize("setting", ["cpu", "0:0", "0", "portable computing", "PTHREAD"])
+def test_device_setting_picks_a_device(monkeypatch, setting):
+    from polyeng.backends.opencl import runtime
+    first = runtime.devices()[0][2]
+    if "pthread" not in first.name.lower():
+        pytest.skip("the settings here name PoCL's CPU device")
+    monkeypatch.setenv("POLYENG_OPENCL_DEVICE", setting)
+    assert runtime.choose_device() == first
+
+
+def test_a_device_setting_matching_nothing_makes_opencl_unavailable_with_the_reason(monkeypatch):
+    from polyeng.backends import opencl
+    from polyeng.backends.opencl import runtime
+    monkeypatch.setenv("POLYENG_OPENCL_DEVICE", "no-such-device")
+    with pytest.raises(RuntimeError, match="matches no OpenCL device.*devices: 0:0"):
+        runtime.choose_device()
+    ok, reason = opencl.availability()
+    assert not ok and "POLYENG_OPENCL_DEVICE='no-such-device' matches no OpenCL device" in reason

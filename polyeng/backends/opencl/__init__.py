@@ -41,6 +41,11 @@ def availability():
     devices = [d for p in platforms for d in p.get_devices()]
     if not devices:
         return False, "OpenCL platforms exist but report no devices"
+    from .runtime import choose_device
+    try:
+        choose_device()
+    except Exception as exc:   # a device setting that matches nothing
+        return False, str(exc)
     return True, ""
 
 
