@@ -64,7 +64,7 @@ def kernel(file: str, name: str, options: tuple, args: tuple = ()):
 
 
 def run(file: str, name: str, options: tuple, items, *args, local=None) -> None:
-    """Enqueue ``name`` and wait for it.
+    """Enqueue ``name`` (the queue runs kernels in order; ``result`` waits for them).
 
     ``items`` is the work-item count (an int: a 1-D range in groups of ``LOCAL_SIZE``) or a
     tuple of per-dimension counts (dimension 0 varies fastest; ``local`` gives the group
@@ -83,15 +83,29 @@ def run(file: str, name: str, options: tuple, items, *args, local=None) -> None:
         local = tuple(local) if local else (LOCAL_SIZE,) + (1,) * (len(items) - 1)
     size = tuple(-(-max(i, 1) // g) * g for i, g in zip(items, local))
     queue = runtime.state().queue
+    _hold(args)
     if all(s <= CAP for s in size[1:]):
-        cl.enqueue_nd_range_kernel(queue, k, size, local).wait()
+        cl.enqueue_nd_range_kernel(queue, k, size, local)
         return
     steps = [size[0]] + [max(g, CAP // g * g) for g in local[1:]]
-    event = None
     for start in itertools.product(*[range(0, s, step) for s, step in zip(size, steps)]):
         chunk = tuple(min(step, s - at) for s, step, at in zip(size, steps, start))
-        event = cl.enqueue_nd_range_kernel(queue, k, chunk, local, global_work_offset=start)
-    event.wait()
+        cl.enqueue_nd_range_kernel(queue, k, chunk, local, global_work_offset=start)
+
+
+def _hold(args) -> None:
+    """Keep a queued kernel's arguments (buffers, and the host arrays zero-copy buffers live in)
+    alive until the queue has run it: ``result`` releases them after waiting."""
+    held = getattr(_local, "held", None)
+    if held is None:
+        held = _local.held = []
+    held.append(args)
+
+
+def _release() -> None:
+    held = getattr(_local, "held", None)
+    if held:
+        held.clear()
 
 
 def on_device(x) -> tuple[OpenCLTensor, bool]:
@@ -149,19 +163,25 @@ def upload(values: np.ndarray):
 
 
 def result(out: OpenCLTensor, stay: bool):
-    """What a kernel wrapper returns: ``out`` itself when an input was on the device, else a
-    numpy array (for a zero-copy output, mapping the buffer once makes the kernel's writes
-    visible in the array it wraps)."""
-    if stay:
-        return out
-    if out.host is None:
-        return to_numpy(out)
-    if out.buffer is not None:
-        import pyopencl as cl
+    """What a kernel wrapper returns, once every kernel queued so far has run: ``out`` itself
+    when an input was on the device, else a numpy array. For a zero-copy output, mapping the
+    buffer (which waits for the queue) makes the kernels' writes visible in the array it wraps;
+    other outputs are read back (which waits too)."""
+    import pyopencl as cl
+    try:
+        if stay:
+            runtime.state().queue.finish()
+            return out
+        if out.host is None:
+            return to_numpy(out)
+        if out.buffer is None:
+            return out.host
         mapped, _ = cl.enqueue_map_buffer(runtime.state().queue, out.buffer, cl.map_flags.READ, 0,
                                           out.shape, out.dtype, is_blocking=True)
         del mapped   # unmaps
-    return out.host
+        return out.host
+    finally:
+        _release()
 
 
 def fp64_rejection(call):
