@@ -105,3 +105,13 @@ def backends():
     yield register
     for plugin in reversed(registered):
         polyeng.unregister_backend(plugin)
+
+
+@pytest.fixture(params=["numba", "opencl"])
+def engine(request):
+    """Each JIT engine in turn, for the test modules shared by NUMBA and OPENCL; skipped where
+    the engine is unavailable (the CI run requires both, see POLYENG_REQUIRE_ENGINES)."""
+    import polyeng
+    if not {e.name: e for e in polyeng.engines()}[request.param].available:
+        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
+    return request.param

@@ -53,3 +53,19 @@ class FakeEngine:
 
 def align_corners_unsupported(call):
     return "align_corners=True unsupported" if call.args["align_corners"] else None
+
+
+def random_values(rng, shape, dtype):
+    """Random values of ``dtype``: NaN, +-Inf and -0.0 first among the floats, the whole range
+    (extremes included) for the ints, both values for bool."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) > 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    a = (rng.standard_normal(shape) * 100).astype(np.float32).astype(dtype)
+    special = np.array([np.nan, np.inf, -np.inf, -0.0], np.float32).astype(dtype)
+    flat = a.reshape(-1)
+    flat[: min(4, flat.size)] = special[: min(4, flat.size)]
+    return a

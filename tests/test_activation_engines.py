@@ -6,13 +6,6 @@ import pytest
 import polyeng
 from polyeng.engine import dtypes as dt
 
-@pytest.fixture(params=["numba", "opencl"])
-def engine(request):
-    if not {e.name: e for e in polyeng.engines()}[request.param].available:
-        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
-    return request.param
-
-
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
 
 

@@ -16,13 +16,6 @@ TARGETS = [dt.float16, dt.bfloat16, dt.float32, dt.float64]
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-@pytest.fixture(params=["numba", "opencl"])
-def engine(request):
-    if request.param not in AVAILABLE:
-        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
-    return request.param
-
-
 def run(engine, x, dtype):
     with polyeng.compute_eng(engine, fallback=False), np.errstate(all="ignore"):
         return polyeng.cast(x, dtype)

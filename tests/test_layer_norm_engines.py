@@ -11,13 +11,6 @@ AVAILABLE = {e.name for e in polyeng.engines() if e.available}
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
 
 
-@pytest.fixture(params=["numba", "opencl"])
-def engine(request):
-    if request.param not in AVAILABLE:
-        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
-    return request.param
-
-
 def run(engine, x, shape, **kwargs):
     with polyeng.compute_eng(engine, fallback=False):
         return polyeng.layer_norm(x, shape, **kwargs)

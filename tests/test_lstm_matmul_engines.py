@@ -19,13 +19,6 @@ TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): d
 BLAS_EXACT = {"numba"}   # engines whose matmul and linear are numpy's own products
 
 
-@pytest.fixture(params=["numba", "opencl"])
-def engine(request):
-    if request.param not in AVAILABLE:
-        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
-    return request.param
-
-
 def opencl_only():
     if "opencl" not in AVAILABLE:
         pytest.skip("opencl is unavailable (the CI run requires it)")

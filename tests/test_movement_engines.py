@@ -6,18 +6,12 @@ import numpy as np
 import pytest
 
 import polyeng
+from support import random_values as values
 from polyeng.engine import dtypes as dt
 
 AVAILABLE = {e.name for e in polyeng.engines() if e.available}
 # one dtype per element width and kind: each exercises a separately compiled kernel
 EXACT_DTYPES = [np.bool_, np.int8, np.uint8, dt.bfloat16, np.float16, np.float32, np.int32, np.int64, np.float64]
-
-
-@pytest.fixture(params=["numba", "opencl"])
-def engine(request):
-    if request.param not in AVAILABLE:
-        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
-    return request.param
 
 
 def run(engine, op, *args, **kwargs):
@@ -32,21 +26,6 @@ def assert_same_bits(engine, op, *args, **kwargs):
     assert actual.dtype == expected.dtype and actual.shape == expected.shape
     assert actual.flags.c_contiguous
     assert actual.tobytes() == np.ascontiguousarray(expected).tobytes()
-
-
-def values(rng, shape, dtype):
-    """Random values with NaN, +-Inf and -0.0 among the floats, extremes among the ints."""
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) > 0.5
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-    a = (rng.standard_normal(shape) * 100).astype(np.float32).astype(dtype)
-    special = np.array([np.nan, np.inf, -np.inf, -0.0], np.float32).astype(dtype)
-    flat = a.reshape(-1)
-    flat[: min(4, flat.size)] = special[: min(4, flat.size)]
-    return a
 
 
 @pytest.mark.parametrize("dtype", EXACT_DTYPES)

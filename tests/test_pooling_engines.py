@@ -12,13 +12,6 @@ from polyeng.engine import dtypes as dt
 AVAILABLE = {e.name for e in polyeng.engines() if e.available}
 
 
-@pytest.fixture(params=["numba", "opencl"])
-def engine(request):
-    if request.param not in AVAILABLE:
-        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
-    return request.param
-
-
 FLOATS = [np.float32, np.float64, np.float16, dt.bfloat16]
 ALL = FLOATS + [np.int8, np.uint8, np.int32, np.int64, np.bool_]
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import polyeng
+from support import random_values as values
 from polyeng.engine import dtypes as dt
 
 AVAILABLE = {e.name for e in polyeng.engines() if e.available}
@@ -17,31 +18,9 @@ FLOATS = [np.float32, np.float64, np.float16, dt.bfloat16]
 ALL = FLOATS + [np.int8, np.uint8, np.int32, np.int64, np.bool_]
 
 
-@pytest.fixture(params=["numba", "opencl"])
-def engine(request):
-    if request.param not in AVAILABLE:
-        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
-    return request.param
-
-
 def run(engine, op, *args, **kwargs):
     with polyeng.compute_eng(engine, fallback=False):
         return getattr(polyeng, op)(*args, **kwargs)
-
-
-def values(rng, shape, dtype):
-    """Random values with NaN, +-Inf and -0.0 among the floats, extremes among the ints."""
-    dtype = np.dtype(dtype)
-    if dtype == dt.bool_:
-        return rng.random(shape) > 0.5
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-    a = (rng.standard_normal(shape) * 100).astype(np.float32).astype(dtype)
-    flat = a.reshape(-1)
-    special = np.array([np.nan, np.inf, -np.inf, -0.0], np.float32).astype(dtype)
-    flat[: min(4, flat.size)] = special[: min(4, flat.size)]
-    return a
 
 
 def assert_same_bits(engine, op, x, **kwargs):
