@@ -103,25 +103,27 @@ inline long first_tap(long s, long dil) {
 
 #ifdef STORAGE
 // Float pooling, 16 adjacent output columns per work item (range (ceil(OW / 16), OH,
-// planes * OD)), taps in the same row-major order as the kernels above. A tap's 16 input
-// columns are one vector load when they lie inside the row (stride 1, or stride 2 as the even
-// lanes of two loads), else 16 clamped loads with a mask (row borders, other strides).
-// Lanes past OW are computed on clamped data and not stored.
-inline realv tap16(__global const elem *x, size_t row, long p0, long W, long step, int16 *valid) {
-    const long last = p0 + step * (VLANES - 1);
-    if (p0 >= 0 && last < W) {
-        *valid = (int16)(-1);
+// planes * OD)), taps in the same row-major order as the kernels above. A tap's input columns
+// are one vector load when they lie inside the row (stride 1, or stride 2 from two loads),
+// else 16 clamped loads with a mask (a window over the left edge, other strides).
+// Lanes past OW are computed and not stored.
+inline realv tap16(__global const elem *x, size_t row, long p0, long W, long step, int lanes, long avail,
+                   int16 *valid) {
+    // the vector path reads up to step * 16 elements from p0: lanes past `lanes` (not stored)
+    // may read past the row, never past the buffer (`avail` elements from `row` on)
+    if (p0 >= 0 && p0 + step * (lanes - 1) < W && p0 + step * VLANES <= avail && step <= 2) {
+        *valid = (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) < lanes;
         if (step == 1) return VLOAD(x, row + (size_t)p0);
-        if (step == 2 && last + 1 < W) {
-            const realv a = VLOAD(x, row + (size_t)p0), b = VLOAD(x, row + (size_t)p0 + VLANES);
-            return (realv)(a.even, b.even);
-        }
+        // positions p0, p0 + 2, ..., p0 + 30: the even lanes of one load, the odd lanes of one
+        // starting 15 further
+        const realv a = VLOAD(x, row + (size_t)p0), b = VLOAD(x, row + (size_t)p0 + VLANES - 1);
+        return (realv)(a.even, b.odd);
     }
     real v[VLANES];
     int ok[VLANES];
     for (int l = 0; l < VLANES; ++l) {
         const long p = p0 + step * l;
-        ok[l] = p >= 0 && p < W ? -1 : 0;
+        ok[l] = p >= 0 && p < W && l < lanes ? -1 : 0;
         v[l] = LOAD(x, row + (size_t)clamp(p, 0L, W - 1));
     }
     *valid = vload16(0, ok);
@@ -135,7 +137,8 @@ inline realv tap16(__global const elem *x, size_t row, long p0, long W, long ste
     const long d0 = od * SD - PD, h0 = oh * SH - PH, w0 = ow * SW - PW;                 \
     const size_t base = (size_t)plane * (size_t)(D * H * W);                            \
     const size_t at_out = ((size_t)z * OH + oh) * OW + ow;                              \
-    const int lanes = (int)min((long)VLANES, OW - ow);
+    const int lanes = (int)min((long)VLANES, OW - ow);                                 \
+    const long in_size = planes * D * H * W;
 
 __kernel void avg_pool16(__global const elem *x, __global elem *y, const long D, const long H, const long W,
                          const long OD, const long OH, const long OW, const long planes,
@@ -152,7 +155,7 @@ __kernel void avg_pool16(__global const elem *x, __global elem *y, const long D,
             const size_t row = base + (size_t)((d * H + h) * W);
             for (long kw = 0; kw < KW; ++kw) {
                 int16 valid;
-                const realv v = tap16(x, row, w0 + kw, W, SW, &valid);
+                const realv v = tap16(x, row, w0 + kw, W, SW, lanes, in_size - (long)row, &valid);
                 total += select((realv)0, v, VMASK(valid));
             }
         }
@@ -189,7 +192,7 @@ __kernel void max_pool16(__global const elem *x, __global word *y,
             for (long kw = 0; kw < KW; ++kw) {
                 int16 valid;
                 const long p0 = w0 + kw * DW;
-                const realv v = tap16(x, base + (size_t)row, p0, W, SW, &valid);
+                const realv v = tap16(x, base + (size_t)row, p0, W, SW, lanes, in_size - (long)(base + row), &valid);
                 // PyTorch's `val > max || isnan(val)`: ties keep the first tap, the last NaN wins
                 const int16 take = valid & (convert_int16(v > best) | convert_int16(isnan(v)));
                 best = select(best, v, VMASK(take));
