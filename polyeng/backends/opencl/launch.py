@@ -20,7 +20,7 @@ import numpy as np
 
 from ...engine import dtypes as dt
 from . import runtime
-from .tensor import OpenCLTensor, from_numpy, to_numpy
+from .tensor import OpenCLTensor, aligned_empty, from_numpy, to_numpy
 
 _HERE = Path(__file__).resolve().parent
 _sources: dict = {}
@@ -140,19 +140,6 @@ def empty(shape, dtype, host: bool = False) -> OpenCLTensor:
         flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
         return OpenCLTensor(cl.Buffer(context, flags, hostbuf=array), shape, dtype, host=array)
     return OpenCLTensor(cl.Buffer(context, cl.mem_flags.READ_WRITE, size=nbytes), shape, dtype)
-
-
-ALIGN = 128   # bytes: PoCL copies a host buffer whose address is not aligned to this
-
-
-def aligned_empty(shape, dtype) -> np.ndarray:
-    """An uninitialized C-ordered array whose data starts on an ``ALIGN``-byte boundary, so a
-    buffer made on it is used in place (numpy aligns to 16 bytes)."""
-    dtype = np.dtype(dtype)
-    nbytes = math.prod(shape) * dtype.itemsize
-    raw = np.empty(nbytes + ALIGN, np.uint8)
-    start = -raw.ctypes.data % ALIGN
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def upload(values: np.ndarray):

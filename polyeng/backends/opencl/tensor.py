@@ -51,16 +51,37 @@ class OpenCLTensor:
         return array if dtype is None else array.astype(dtype)
 
 
+ALIGN = 128   # bytes: PoCL copies a host buffer whose address is not aligned to this
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialized C-ordered array whose data starts on an ``ALIGN``-byte boundary, so a
+    buffer made on it is used in place (numpy aligns to 16 bytes)."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
 def from_numpy(x: np.ndarray) -> OpenCLTensor:
-    """Copy ``x`` to the device (one host-to-device transfer)."""
+    """Copy ``x`` to the device (one host-to-device transfer). On a device sharing the host's
+    memory (PoCL) the copy is an aligned numpy array the buffer lives in: numpy's allocator
+    backs large arrays with huge pages, which the kernels then read faster than the driver's
+    own allocations."""
     import pyopencl as cl
     from .runtime import state
     x = np.asarray(x)
-    if not x.flags.c_contiguous:
-        x = x.copy(order="C")   # not ascontiguousarray: it turns 0-d arrays into 1-d ones
     if x.nbytes == 0:
         return OpenCLTensor(None, x.shape, x.dtype)
     st = state()
+    if st.unified:
+        host = aligned_empty(x.shape, x.dtype)
+        np.copyto(host, x)
+        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
+        return OpenCLTensor(cl.Buffer(st.context, flags, hostbuf=host), x.shape, x.dtype, host=host)
+    if not x.flags.c_contiguous:
+        x = x.copy(order="C")   # not ascontiguousarray: it turns 0-d arrays into 1-d ones
     buffer = cl.Buffer(st.context, cl.mem_flags.READ_WRITE, size=x.nbytes)
     cl.enqueue_copy(st.queue, buffer, x, is_blocking=True)
     return OpenCLTensor(buffer, x.shape, x.dtype)
