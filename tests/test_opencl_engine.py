@@ -124,3 +124,54 @@ def test_a_device_setting_matching_nothing_makes_opencl_unavailable_with_the_rea
         runtime.choose_device()
     ok, reason = opencl.availability()
     assert not ok and "POLYENG_OPENCL_DEVICE='no-such-device' matches no OpenCL device" in reason
+
+
+def test_a_kernel_failing_after_queued_launches_waits_before_releasing_them(monkeypatch):
+    from polyeng.backends.opencl import launch
+    real = launch.kernel
+
+    def failing(file, name, options, args=()):
+        if name == "bilinear_cols":   # the second of bilinear's two launches
+            raise RuntimeError("simulated enqueue failure")
+        return real(file, name, options, args)
+    monkeypatch.setattr(launch, "kernel", failing)
+    x = np.random.default_rng(0).standard_normal((2, 3, 9, 7)).astype(np.float32)
+    with pytest.raises(polyeng.EngineError, match="simulated enqueue failure"):
+        on("opencl", "upsample_bilinear2d", x, scale_factor=2)
+    assert not getattr(launch._local, "held", None)   # the first launch ran and was let go
+    monkeypatch.setattr(launch, "kernel", real)
+    np.testing.assert_array_equal(on("opencl", "upsample_bilinear2d", x, scale_factor=2),
+                                  on("basic", "upsample_bilinear2d", x, scale_factor=2))
+
+
+def test_unaligned_host_arrays_are_copied_before_the_kernels_read_them():
+    raw = np.zeros(4 * 257 + 1, np.uint8)
+    x = np.frombuffer(raw.data, dtype=np.float32, count=257, offset=1)   # an odd address
+    x.flags.writeable = True
+    x[:] = np.arange(257, dtype=np.float32) / 7
+    assert not x.flags.aligned
+    np.testing.assert_array_equal(on("opencl", "permute_contiguous", x, (0,)), x)
+    np.testing.assert_allclose(on("opencl", "softmax", x), on("basic", "softmax", x), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,args,kwargs", [
+    ("softmax", (np.arange(60, dtype=np.float32).reshape(3, 20) / 9,), {"axis": 0}),
+    ("permute_contiguous", (np.arange(60, dtype=np.int8).reshape(3, 4, 5), (2, 0, 1)), {}),
+    ("max_pool2d", (np.arange(2 * 3 * 9 * 9, dtype=np.float32).reshape(2, 3, 9, 9) % 11, 3), {"stride": 2}),
+    ("matmul", (np.arange(12, dtype=np.float32).reshape(3, 4), np.ones((4, 5), np.float32)), {}),
+    ("cast", (np.linspace(-3, 3, 40), "bf16"), {}),
+    ("lstm", (np.ones((4, 2, 3), np.float32), [(np.full((8, 3), 0.1, np.float32), np.full((8, 2), 0.2, np.float32),
+                                               None, None)]), {}),
+])
+def test_a_device_with_its_own_memory_copies_in_and_out(monkeypatch, op, args, kwargs):
+    """The path a GPU takes (no zero-copy): simulated on PoCL by reporting separate memory."""
+    from polyeng.backends.opencl import runtime
+    monkeypatch.setattr(runtime.State, "unified", property(lambda self: False))
+    want = on("basic", op, *args, **kwargs)
+    got = on("opencl", op, *args, **kwargs)
+    flat = lambda v: list(v) if isinstance(v, (tuple, list)) else [v]   # noqa: E731
+    for g, w in zip(flat(got if op != "lstm" else [got[0], *got[1]]), flat(want if op != "lstm" else [want[0], *want[1]])):
+        assert type(g) is np.ndarray and g.dtype == w.dtype
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=1e-5, atol=1e-6)
+    t = polyeng.to_device(args[0])
+    assert t.host is None and np.array_equal(polyeng.to_numpy(t), np.asarray(args[0]))

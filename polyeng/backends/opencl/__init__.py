@@ -1,7 +1,8 @@
 """OPENCL: kernels run through pyopencl (PoCL on a CPU, a GPU driver where one exists).
 
 Kernel modules (same file names as ``basic``) are imported on first call, like NUMBA's; each
-kernel reads 16-bit storage itself and rejects float64 when the device lacks cl_khr_fp64.
+kernel reads 16-bit storage itself, and those computing in floats reject float64 when the
+device lacks cl_khr_fp64 (the ones that only move or convert bits take it anywhere).
 """
 from ...engine.hookspecs import hookimpl
 from ..lazy import LazyKernel
@@ -55,8 +56,13 @@ def polyeng_register(registry):
                         to_device=from_numpy)
     for op, module in OPS.items():
         accepts = None if op in BITS_ONLY else _fp64_rejection
-        registry.add_kernel(op, NAME, LazyKernel(op, module, __name__), accepts=accepts,
+        registry.add_kernel(op, NAME, _guarded(LazyKernel(op, module, __name__)), accepts=accepts,
                             compute_types=COMPUTE_TYPES.get(op), native_storage=True)
+
+
+def _guarded(kernel):
+    from .launch import guarded   # imports pyopencl lazily: launch imports it only inside functions
+    return guarded(kernel)
 
 
 def _fp64_rejection(call):

@@ -1,12 +1,13 @@
 """cast on OPENCL (cast.cl): every supported dtype (f16, bf16, f32, f64, int8, uint8, int32,
-int64, bool) to f16, bf16, f32 or f64, bit for bit as BASIC (one rounding to nearest even;
-NaN stays NaN, Inf stays Inf, overflow becomes Inf, the sign of zero is kept).
+int64, bool) to f16, bf16, f32 or f64, bit for bit as BASIC for every number (one rounding to
+nearest even; Inf stays Inf, overflow becomes Inf, the sign of zero is kept). NaN stays NaN,
+but as a quiet NaN: its payload bits can differ from numpy's, which keeps signalling NaNs
+and truncates payloads differently.
 
 The kernel converts IEEE bit patterns with integer arithmetic, f64 included, so it needs no
-cl_khr_fp64 and does not depend on a device's float conversions or denormal mode; only the
-engine's shared rule (``accepts``) still declines f64 *inputs* on a device without
-cl_khr_fp64, and those calls run on another engine. A cast to the input's own dtype is a
-buffer copy (NaN payloads kept, as numpy's ``astype`` keeps them).
+cl_khr_fp64 (the engine takes f64 casts on any device) and does not depend on a device's
+float conversions or denormal mode. A cast to the input's own dtype is a buffer copy (NaN
+payloads kept, as numpy's ``astype`` keeps them).
 """
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ def run(file: str, name: str, options: tuple, items, *args, local=None) -> None:
         local = tuple(local) if local else (LOCAL_SIZE,) + (1,) * (len(items) - 1)
     size = tuple(-(-max(i, 1) // g) * g for i, g in zip(items, local))
     queue = runtime.state().queue
-    _hold(args)
+    hold(args)
     if all(s <= CAP for s in size[1:]):
         cl.enqueue_nd_range_kernel(queue, k, size, local)
         return
@@ -93,9 +93,10 @@ def run(file: str, name: str, options: tuple, items, *args, local=None) -> None:
         cl.enqueue_nd_range_kernel(queue, k, chunk, local, global_work_offset=start)
 
 
-def _hold(args) -> None:
+def hold(args) -> None:
     """Keep a queued kernel's arguments (buffers, and the host arrays zero-copy buffers live in)
-    alive until the queue has run it: ``result`` releases them after waiting."""
+    alive until the queue has run it: ``result`` (or ``guarded`` on an error) releases them
+    after waiting."""
     held = getattr(_local, "held", None)
     if held is None:
         held = _local.held = []
@@ -103,9 +104,41 @@ def _hold(args) -> None:
 
 
 def _release() -> None:
+    """Drop what this thread held (its queued work is known to have run)."""
     held = getattr(_local, "held", None)
     if held:
         held.clear()
+
+
+def _finish_and_release() -> None:
+    """Wait for the queue if this thread has queued work, then drop what it held."""
+    held = getattr(_local, "held", None)
+    if held:
+        try:
+            runtime.state().queue.finish()
+        finally:
+            held.clear()
+
+
+class guarded:
+    """An OPENCL kernel as registered: if the kernel wrapper raises after queuing launches,
+    the queue is finished before their arguments are released, so no queued kernel outlives
+    the memory it reads or writes."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, **kwargs):
+        try:
+            return self.fn(**kwargs)
+        except BaseException:
+            try:
+                _finish_and_release()
+            except Exception:
+                pass   # the original error is the one to report
+            raise
 
 
 def on_device(x) -> tuple[OpenCLTensor, bool]:
@@ -117,8 +150,8 @@ def on_device(x) -> tuple[OpenCLTensor, bool]:
     if not runtime.state().unified or x.nbytes == 0:
         return from_numpy(x), False
     import pyopencl as cl
-    if not x.flags.c_contiguous:
-        x = x.copy(order="C")
+    if not (x.flags.c_contiguous and x.flags.aligned):
+        x = x.copy(order="C")   # element-aligned for the kernels' loads
     flags = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
     return OpenCLTensor(cl.Buffer(runtime.state().context, flags, hostbuf=x), x.shape, x.dtype, host=x), False
 
@@ -150,19 +183,21 @@ def upload(values: np.ndarray):
 
 
 def result(out: OpenCLTensor, stay: bool):
-    """What a kernel wrapper returns, once every kernel queued so far has run: ``out`` itself
-    when an input was on the device, else a numpy array. For a zero-copy output, mapping the
-    buffer (which waits for the queue) makes the kernels' writes visible in the array it wraps;
-    other outputs are read back (which waits too)."""
+    """What a kernel wrapper returns, once every kernel this thread queued has run: ``out``
+    itself when an input was on the device, else a numpy array. For a zero-copy output, mapping
+    the buffer (which waits for the queue) makes the kernels' writes visible in the array it
+    wraps; other outputs are read back (which waits too)."""
     import pyopencl as cl
+    if stay:
+        runtime.state().queue.finish()
+        _release()
+        return out
+    if out.buffer is None:   # zero-size: nothing to read, but earlier launches may still be queued
+        _finish_and_release()
+        return out.host if out.host is not None else to_numpy(out)
     try:
-        if stay:
-            runtime.state().queue.finish()
-            return out
         if out.host is None:
             return to_numpy(out)
-        if out.buffer is None:
-            return out.host
         mapped, _ = cl.enqueue_map_buffer(runtime.state().queue, out.buffer, cl.map_flags.READ, 0,
                                           out.shape, out.dtype, is_blocking=True)
         del mapped   # unmaps

@@ -7,7 +7,8 @@ Per time step, one batched GEMM (the batch is the direction) multiplies every di
 hidden state by its ``w_hh.T``, and ``lstm_step`` fuses the rest: the projection, the gate
 activations, the cell update, the writes of h, c and the output row. The projection and
 the output are indexed in the caller's layout (time-major, batch-first or unbatched), so
-the sequence is never transposed; every launch is queued back to back and waited for once.
+the sequence is never transposed; every launch is queued back to back and ``launch.result``
+waits for them once.
 
 16-bit storage computes in f32 as BASIC does (which works on f32 copies): the input is read as
 stored, the weights' transposed copies, the states and the layers' outputs are f32, and
@@ -32,18 +33,16 @@ def _fill_zero(t: OpenCLTensor) -> None:
         cl.enqueue_fill_buffer(runtime.state().queue, t.buffer, np.zeros(1, t.dtype), 0, t.nbytes)
 
 
-def _set_state(state: OpenCLTensor, value, held: list) -> None:
+def _set_state(state: OpenCLTensor, value) -> None:
     """The recurrence's state (layers * directions, N, H) in the compute type from h0 or c0
     (converted; the caller's array is never written), or zeros."""
     if value is None:
         _fill_zero(state)
         return
-    t = launch.on_device(value)[0]
-    held.append(t)
-    convert_into(t, state, wait=False)
+    convert_into(launch.on_device(value)[0], state)
 
 
-def _layer_weights(entries, compute, held: list):
+def _layer_weights(entries, compute):
     """(w_ih.T of every direction side by side (in, D*4H), w_hh.T stacked (D, H, 4H), the summed
     biases (D*4H) or None), in the compute type, built on the device."""
     dirs = len(entries)
@@ -57,19 +56,15 @@ def _layer_weights(entries, compute, held: list):
         _fill_zero(bias)
     for d, (w_ih, w_hh, b_ih, b_hh) in enumerate(entries):
         w_ih, w_hh = launch.on_device(w_ih)[0], launch.on_device(w_hh)[0]
-        held.extend((w_ih, w_hh))
-        transpose_into(w_ih, w_ih_t, dirs * four_hidden, d * four_hidden, wait=False)
-        transpose_into(w_hh, w_hh_t, four_hidden, d * hidden * four_hidden, wait=False)
+        transpose_into(w_ih, w_ih_t, dirs * four_hidden, d * four_hidden)
+        transpose_into(w_hh, w_hh_t, four_hidden, d * hidden * four_hidden)
         for b in (b_ih, b_hh):
             if b is not None:
-                b = launch.on_device(b)[0]
-                held.append(b)
-                convert_into(b, bias, d * four_hidden, accumulate=True, wait=False)
-    held.extend(t for t in (w_ih_t, w_hh_t, bias) if t is not None)
+                convert_into(launch.on_device(b)[0], bias, d * four_hidden, accumulate=True)
     return w_ih_t, w_hh_t, bias
 
 
-def _queue_layers(tx, params, shape, y, h_state, c_state, compute, held: list) -> None:
+def _queue_layers(tx, params, shape, y, h_state, c_state, compute) -> None:
     """Queue every layer: the projection GEMM, then per step the recurrent GEMM and lstm_step.
     The last layer writes ``y`` (storage); the ones before it a compute-type buffer."""
     seq_len, batch, hidden, dirs = shape.seq_len, shape.batch, shape.hidden_size, shape.num_directions
@@ -82,16 +77,15 @@ def _queue_layers(tx, params, shape, y, h_state, c_state, compute, held: list) -
     work = y if y.dtype == compute else launch.empty((rows, dirs * hidden), compute)
     projected = launch.empty((rows, dirs * four_hidden), compute)
     gates = launch.empty((dirs, batch, four_hidden), compute)
-    held.extend((tx, work, projected, gates))
     blocks = -(-hidden // 16)   # lstm.cl's work items each take 16 hidden units
     u = np.uint64
     layer_input = tx
     for layer in range(shape.num_layers):
         first = shape.param_index(layer, 0)
-        w_ih_t, w_hh_t, bias = _layer_weights(params[first:first + dirs], compute, held)
+        w_ih_t, w_hh_t, bias = _layer_weights(params[first:first + dirs], compute)
         layer_in = layer_input.shape[-1]
         gemm(layer_input, w_ih_t, projected, rows, dirs * four_hidden, layer_in, lda=layer_in,
-             ldb=dirs * four_hidden, ldc=dirs * four_hidden, acc=compute, bias=bias, wait=False)
+             ldb=dirs * four_hidden, ldc=dirs * four_hidden, acc=compute, bias=bias)
         out = y if layer == shape.num_layers - 1 else work
         state_off = first * batch * hidden
         recurrent = gemm_launch(h_state, w_hh_t, gates, batch, four_hidden, hidden, lda=hidden, ldb=four_hidden,
@@ -122,18 +116,15 @@ def lstm(x, params, h0, c0, batch_first, bidirectional):
     else:
         states = (shape.num_layers * shape.num_directions, shape.batch, shape.hidden_size)
         h_state, c_state = launch.empty(states, compute), launch.empty(states, compute)
-    held = []   # every tensor a queued kernel reads, alive until the queue is done
-    try:   # nothing a queued kernel uses may be freed before it ran, whatever happens here
-        if h_state.size:
-            _set_state(h_state, h0, held)
-            _set_state(c_state, c0, held)
-        if y.size:
-            _queue_layers(launch.on_device(x)[0], params, shape, y, h_state, c_state, compute, held)
-        if h_state is not h_n and h_n.size:
-            convert_into(h_state, h_n, wait=False)
-            convert_into(c_state, c_n, wait=False)
-    finally:
-        runtime.state().queue.finish()
+    # every launch holds its arguments until launch.result has waited (launch.guarded on errors)
+    if h_state.size:
+        _set_state(h_state, h0)
+        _set_state(c_state, c0)
+    if y.size:
+        _queue_layers(launch.on_device(x)[0], params, shape, y, h_state, c_state, compute)
+    if h_state is not h_n and h_n.size:
+        convert_into(h_state, h_n)
+        convert_into(c_state, c_n)
     return launch.result(y, stay), (launch.result(h_n, stay), launch.result(c_n, stay))
 
 

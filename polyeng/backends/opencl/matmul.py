@@ -103,14 +103,15 @@ class Launch:
         self.kernel = launch.kernel(file, name, options, args)   # scalar types declared there
         self.size = tuple(-(-max(int(i), 1) // g) * g for i, g in zip(items, local))
 
-    def enqueue(self, wait: bool = False) -> None:
-        """Queue the launch (the queue is in order); ``wait`` for it. A range too large for one
-        launch goes through ``launch.run``, which splits it and waits."""
-        if wait or any(s > launch.CAP for s in self.size[1:]):
+    def enqueue(self) -> None:
+        """Queue the launch (the queue is in order; ``launch.result`` waits), its arguments held
+        until then. A range too large for one launch goes through ``launch.run``, which splits it."""
+        if any(s > launch.CAP for s in self.size[1:]):
             launch.run(self.file, self.name, self.options, self.items, *self.args, local=self.local)
             return
         import pyopencl as cl
         self.kernel.set_args(*self.args)
+        launch.hold(tuple(self.args))
         cl.enqueue_nd_range_kernel(runtime.state().queue, self.kernel, self.size, self.local)
 
 
@@ -147,14 +148,14 @@ def gemm_launch(a: OpenCLTensor, b: OpenCLTensor, c: OpenCLTensor, m: int, n: in
                   u(c_strides[0]), u(c_strides[1]))
 
 
-def gemm(*args, wait: bool = True, **kwargs) -> None:
-    """``gemm_launch(*args, **kwargs)`` enqueued (and waited for, unless ``wait`` is False)."""
+def gemm(*args, **kwargs) -> None:
+    """``gemm_launch(*args, **kwargs)`` enqueued."""
     planned = gemm_launch(*args, **kwargs)
     if planned is not None:
-        planned.enqueue(wait)
+        planned.enqueue()
 
 
-def transpose_into(src: OpenCLTensor, dst: OpenCLTensor, ld: int, offset: int = 0, wait: bool = True) -> None:
+def transpose_into(src: OpenCLTensor, dst: OpenCLTensor, ld: int, offset: int = 0) -> None:
     """``src`` (rows, cols) transposed into ``dst`` (in its float dtype, the compute type) from
     element ``offset``, with row stride ``ld``: dst[offset + j * ld + i] = src[i, j]."""
     rows, cols = src.shape
@@ -162,11 +163,10 @@ def transpose_into(src: OpenCLTensor, dst: OpenCLTensor, ld: int, offset: int = 
         return
     options = (f"-DACC_CODE={ACC_CODES[dst.dtype]}", f"-DS_CODE={CODES[src.dtype]}")
     Launch(FILE, "transpose", options, (rows, cols), (min(64, rows), 1), src.buffer, dst.buffer,
-           np.uint64(rows), np.uint64(cols), np.uint64(ld), np.uint64(offset)).enqueue(wait)
+           np.uint64(rows), np.uint64(cols), np.uint64(ld), np.uint64(offset)).enqueue()
 
 
-def convert_into(src: OpenCLTensor, dst: OpenCLTensor, offset: int = 0, accumulate: bool = False,
-                 wait: bool = True) -> None:
+def convert_into(src: OpenCLTensor, dst: OpenCLTensor, offset: int = 0, accumulate: bool = False) -> None:
     """dst[offset + i] = src[i] (or += with ``accumulate``), through the compute type of ``dst``'s
     storage and rounded to it."""
     if src.size == 0:
@@ -174,7 +174,7 @@ def convert_into(src: OpenCLTensor, dst: OpenCLTensor, offset: int = 0, accumula
     options = (f"-DACC_CODE={ACC_CODES[compute_dtype(dst.dtype)]}", f"-DS_CODE={CODES[src.dtype]}",
                f"-DC_CODE={CODES[dst.dtype]}")
     Launch(FILE, "convert_copy", options, (src.size,), (launch.LOCAL_SIZE,), src.buffer, dst.buffer,
-           np.uint64(src.size), np.uint64(offset), np.int32(accumulate)).enqueue(wait)
+           np.uint64(src.size), np.uint64(offset), np.int32(accumulate)).enqueue()
 
 
 def _result_dtype(a, b) -> np.dtype:

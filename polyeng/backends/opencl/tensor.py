@@ -51,16 +51,19 @@ class OpenCLTensor:
         return array if dtype is None else array.astype(dtype)
 
 
-ALIGN = 128   # bytes: PoCL copies a host buffer whose address is not aligned to this
+ALIGN = 128   # bytes at least: PoCL copies a host buffer whose address is not aligned to this
 
 
 def aligned_empty(shape, dtype) -> np.ndarray:
-    """An uninitialized C-ordered array whose data starts on an ``ALIGN``-byte boundary, so a
-    buffer made on it is used in place (numpy aligns to 16 bytes)."""
+    """An uninitialized C-ordered array whose data starts on the device's base address
+    alignment (at least ``ALIGN`` bytes), so a buffer made on it is used in place rather than
+    shadowed by a driver copy (numpy aligns to 16 bytes)."""
+    from .runtime import state
+    align = max(ALIGN, int(state().device.mem_base_addr_align) // 8)
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    raw = np.empty(nbytes + ALIGN, np.uint8)
-    start = -raw.ctypes.data % ALIGN
+    raw = np.empty(nbytes + align, np.uint8)
+    start = -raw.ctypes.data % align
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 

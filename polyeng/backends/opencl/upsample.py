@@ -9,8 +9,7 @@ of 2**31 or more is refused with a ValueError, a kernel failure the dispatcher f
 - nearest: 1, 2 or 3 spatial dims, any dtype, moved as words (bit-exact); fewer than 3
   spatial dims are padded in front with size-1 dims indexing 0, and the output depth is
   folded into the plane dimension. Columns that repeat each input 1, 2 or 4 times run as
-  vector loads and shuffles. It needs no cl_khr_fp64, but the engine's shared rule still
-  sends f64 inputs elsewhere on a device without it.
+  vector loads and shuffles. It needs no cl_khr_fp64, so it takes f64 on any device.
 - bilinear: every float dtype (16-bit storage computed in f32; f64 in f64, so only where the
   device has cl_khr_fp64), in two passes as BASIC computes it: the source rows that some
   output reads, interpolated along W into a scratch tensor, then along H. With contraction
