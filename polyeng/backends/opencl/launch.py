@@ -20,7 +20,7 @@ import numpy as np
 
 from ...engine import dtypes as dt
 from . import runtime
-from .tensor import OpenCLTensor, aligned_empty, from_numpy, to_numpy
+from .tensor import OpenCLTensor, aligned_empty, from_numpy, to_numpy, wrap
 
 _HERE = Path(__file__).resolve().parent
 _sources: dict = {}
@@ -149,11 +149,9 @@ def on_device(x) -> tuple[OpenCLTensor, bool]:
     x = np.asarray(x)
     if not runtime.state().unified or x.nbytes == 0:
         return from_numpy(x), False
-    import pyopencl as cl
     if not (x.flags.c_contiguous and x.flags.aligned):
         x = x.copy(order="C")   # element-aligned for the kernels' loads
-    flags = cl.mem_flags.READ_ONLY | cl.mem_flags.USE_HOST_PTR
-    return OpenCLTensor(cl.Buffer(runtime.state().context, flags, hostbuf=x), x.shape, x.dtype, host=x), False
+    return wrap(x, read_only=True), False
 
 
 def empty(shape, dtype, host: bool = False) -> OpenCLTensor:
@@ -169,10 +167,15 @@ def empty(shape, dtype, host: bool = False) -> OpenCLTensor:
     if runtime.state().unified:
         # numpy's allocator (huge pages for large arrays) makes first writes cheaper than
         # the driver's fresh pages; a result that goes back to the host is this array itself
-        array = aligned_empty(shape, dtype)
-        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
-        return OpenCLTensor(cl.Buffer(context, flags, hostbuf=array), shape, dtype, host=array)
+        return wrap(aligned_empty(shape, dtype))
     return OpenCLTensor(cl.Buffer(context, cl.mem_flags.READ_WRITE, size=nbytes), shape, dtype)
+
+
+def group(width: int, height: int, widest: int = LOCAL_SIZE, items: int = LOCAL_SIZE) -> tuple[int, int]:
+    """A 2-D work-group shape: whole powers of two covering ``width`` (at most ``widest``) along
+    dimension 0, then rows along dimension 1 up to ``items`` work items."""
+    lx = min(widest, 1 << max(width - 1, 0).bit_length())
+    return lx, min(items // lx, 1 << max(height - 1, 0).bit_length())
 
 
 def upload(values: np.ndarray):

@@ -45,8 +45,7 @@ def _launch16(name, g, planes, options, buffers, extra, tail=()) -> None:
     """The 16-column float kernels: geometry as scalar arguments, one item per 16 output columns."""
     out_d, out_h, out_w = _three(g.out, 1)
     blocks = -(-out_w // 16)
-    lx = min(16, 1 << max(blocks - 1, 0).bit_length())
-    ly = min(64 // lx, 1 << max(out_h - 1, 0).bit_length())
+    lx, ly = launch.group(blocks, out_h, widest=16, items=64)
     geometry_args = _three(g.spatial, 1) + [out_d, out_h, out_w, planes] + _three(g.stride, 1) + _three(g.padding, 0)
     launch.run("pooling.cl", name, options, (blocks, out_h, planes * out_d), *buffers,
                *[np.int64(v) for v in geometry_args + extra], *tail, local=(lx, ly, 1))

@@ -29,8 +29,7 @@ class Layout:
         """(items, local) for ``launch.run`` with ``per_item`` adjacent elements of a row per work
         item: whole rows grouped, up to 256 items a group."""
         blocks = -(-self.width // per_item)
-        lx = min(launch.LOCAL_SIZE, 1 << max(blocks - 1, 0).bit_length())
-        ly = min(launch.LOCAL_SIZE // lx, 1 << max(self.height - 1, 0).bit_length())
+        lx, ly = launch.group(blocks, self.height)
         return (blocks, self.height, self.rows), (lx, ly, 1)
 
     def unit_width(self, steps=(0, 1)) -> bool:

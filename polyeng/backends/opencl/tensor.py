@@ -67,6 +67,15 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
+def wrap(array: np.ndarray, read_only: bool = False) -> OpenCLTensor:
+    """A tensor whose buffer lives in ``array`` (C-contiguous, aligned), on a device sharing the
+    host's memory: kernels read and write the array itself."""
+    import pyopencl as cl
+    from .runtime import state
+    flags = (cl.mem_flags.READ_ONLY if read_only else cl.mem_flags.READ_WRITE) | cl.mem_flags.USE_HOST_PTR
+    return OpenCLTensor(cl.Buffer(state().context, flags, hostbuf=array), array.shape, array.dtype, host=array)
+
+
 def from_numpy(x: np.ndarray) -> OpenCLTensor:
     """Copy ``x`` to the device (one host-to-device transfer). On a device sharing the host's
     memory (PoCL) the copy is an aligned numpy array the buffer lives in: numpy's allocator
@@ -81,8 +90,7 @@ def from_numpy(x: np.ndarray) -> OpenCLTensor:
     if st.unified:
         host = aligned_empty(x.shape, x.dtype)
         np.copyto(host, x)
-        flags = cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR
-        return OpenCLTensor(cl.Buffer(st.context, flags, hostbuf=host), x.shape, x.dtype, host=host)
+        return wrap(host)
     if not x.flags.c_contiguous:
         x = x.copy(order="C")   # not ascontiguousarray: it turns 0-d arrays into 1-d ones
     buffer = cl.Buffer(st.context, cl.mem_flags.READ_WRITE, size=x.nbytes)
