@@ -86,7 +86,7 @@ def test_concurrent_transfers_from_threads():
 
 
 def test_program_cache_keys_on_source_options_and_device():
-    from polyeng.backends.opencl import runtime
+    from polyeng.backends.opencl import _runtime as runtime
     source = "__kernel void twice(__global float *x) { x[get_global_id(0)] *= 2.0f; }"
     first = runtime.program(source)
     assert runtime.program(source) is first

@@ -304,7 +304,7 @@ def test_16_bit_storage_under_every_fp_math_mode_matches_basic(engine, mode, sto
 
 def test_device_inputs_give_device_results():
     opencl_only()
-    from polyeng.backends.opencl.tensor import OpenCLTensor
+    from polyeng.backends.opencl._tensor import OpenCLTensor
     rng = np.random.default_rng(18)
     a, b = rng.standard_normal((19, 23)).astype(np.float32), rng.standard_normal((23, 37)).astype(np.float32)
     w, bias = rng.standard_normal((11, 23)).astype(np.float32), rng.standard_normal(11).astype(np.float32)
@@ -328,7 +328,7 @@ def test_device_inputs_under_a_down_converting_mode_compute_f32(op, caplog):
     # the dispatcher cannot round device tensors to bf16: OPENCL computes these in f32,
     # which the mode allows, and says so
     opencl_only()
-    from polyeng.backends.opencl.tensor import OpenCLTensor
+    from polyeng.backends.opencl._tensor import OpenCLTensor
     rng = np.random.default_rng(19)
     a, b = rng.standard_normal((9, 16)).astype(np.float32), rng.standard_normal((16, 12)).astype(np.float32)
     args = {"matmul": (a, b), "linear": (a, b.T.copy()),

@@ -15,7 +15,7 @@ pytest.importorskip("numba")
 KERNEL = textwrap.dedent('''
     import json, sys, time
     import numpy as np
-    from polyeng.backends.numba.runtime import jit
+    from polyeng.backends.numba._runtime import jit
 
     @jit
     def twice(x, out):
@@ -60,7 +60,7 @@ def test_processes_starting_at_once_compile_once(tmp_path):
 
 
 def test_the_guard_wraps_compile():
-    from polyeng.backends.numba.runtime import jit
+    from polyeng.backends.numba._runtime import jit
 
     @jit
     def f(x):
@@ -73,7 +73,7 @@ def test_a_kernel_calling_another_kernel_compiles(tmp_path):
     # compiling the caller compiles the callee inside the guarded section: the lock must be re-entrant
     script = tmp_path / "nested_mod.py"
     script.write_text(textwrap.dedent('''
-        from polyeng.backends.numba.runtime import jit
+        from polyeng.backends.numba._runtime import jit
 
         @jit
         def inner(x):

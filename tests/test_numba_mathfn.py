@@ -16,9 +16,9 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from polyeng.backends.numba import mathfn  # noqa: E402
-from polyeng.backends.numba.runtime import inline, jit  # noqa: E402
-from polyeng.backends.numba.storage import f32_bits  # noqa: E402
+from polyeng.backends.numba import _mathfn as mathfn  # noqa: E402
+from polyeng.backends.numba._runtime import inline, jit  # noqa: E402
+from polyeng.backends.numba._storage import f32_bits  # noqa: E402
 
 FUNCTIONS = ("exp", "tanh", "sigmoid", "erf")
 LIBM_EXP = len(FUNCTIONS)   # kernel selector for the math.exp baseline

@@ -41,12 +41,12 @@ def test_gelu_odd_sizes_and_special_values(approximate, size):
 
 
 def test_a_chain_stays_on_the_device(monkeypatch, caplog):
-    from polyeng.backends.opencl import launch, tensor
+    from polyeng.backends.opencl import _enqueue as enqueue, _tensor as tensor
     x = np.random.default_rng(1).standard_normal((4, 5, 6)).astype(dt.bfloat16)
     t = polyeng.to_device(x)
     transfers = []
-    monkeypatch.setattr(launch, "to_numpy", lambda *a: transfers.append("down") or tensor.to_numpy(*a))
-    monkeypatch.setattr(launch, "from_numpy", lambda *a: transfers.append("up") or tensor.from_numpy(*a))
+    monkeypatch.setattr(enqueue, "to_numpy", lambda *a: transfers.append("down") or tensor.to_numpy(*a))
+    monkeypatch.setattr(enqueue, "from_numpy", lambda *a: transfers.append("up") or tensor.from_numpy(*a))
     with caplog.at_level(logging.INFO, logger="polyeng"), polyeng.verbose(1):
         y = polyeng.gelu(polyeng.permute_contiguous(t, (2, 0, 1)), approximate="tanh")
     assert transfers == []
@@ -80,7 +80,7 @@ def test_concurrent_calls_from_threads_are_correct():
 
 
 def test_float64_needs_cl_khr_fp64(monkeypatch):
-    from polyeng.backends.opencl import runtime
+    from polyeng.backends.opencl import _runtime as runtime
     monkeypatch.setattr(runtime.State, "has_fp64", property(lambda self: False))
     x = np.ones(8, np.float64)
     decision = polyeng.explain("gelu", polyeng.to_device(x))
@@ -92,7 +92,7 @@ def test_float64_needs_cl_khr_fp64(monkeypatch):
 
 
 def test_without_cl_khr_fp64_bit_moving_ops_still_take_float64(monkeypatch):
-    from polyeng.backends.opencl import runtime
+    from polyeng.backends.opencl import _runtime as runtime
     monkeypatch.setattr(runtime.State, "has_fp64", property(lambda self: False))
     x = np.arange(12, dtype=np.float64).reshape(3, 4) / 7
     for op, args, kwargs in [("permute_contiguous", (x, (1, 0)), {}), ("concat", ([x, x],), {"axis": 0}),
@@ -108,7 +108,7 @@ def test_without_cl_khr_fp64_bit_moving_ops_still_take_float64(monkeypatch):
 
 @pytest.mark.parametrize("setting", ["cpu", "0:0", "0", "portable computing", "PTHREAD"])
 def test_device_setting_picks_a_device(monkeypatch, setting):
-    from polyeng.backends.opencl import runtime
+    from polyeng.backends.opencl import _runtime as runtime
     first = runtime.devices()[0][2]
     if "pthread" not in first.name.lower():
         pytest.skip("the settings here name PoCL's CPU device")
@@ -118,7 +118,7 @@ def test_device_setting_picks_a_device(monkeypatch, setting):
 
 def test_a_device_setting_matching_nothing_makes_opencl_unavailable_with_the_reason(monkeypatch):
     from polyeng.backends import opencl
-    from polyeng.backends.opencl import runtime
+    from polyeng.backends.opencl import _runtime as runtime
     monkeypatch.setenv("POLYENG_OPENCL_DEVICE", "no-such-device")
     with pytest.raises(RuntimeError, match="matches no OpenCL device.*devices: 0:0"):
         runtime.choose_device()
@@ -127,19 +127,19 @@ def test_a_device_setting_matching_nothing_makes_opencl_unavailable_with_the_rea
 
 
 def test_a_kernel_failing_after_queued_launches_waits_before_releasing_them(monkeypatch):
-    from polyeng.backends.opencl import launch
-    real = launch.kernel
+    from polyeng.backends.opencl import _enqueue as enqueue
+    real = enqueue.kernel
 
     def failing(file, name, options, args=()):
         if name == "bilinear_cols":   # the second of bilinear's two launches
             raise RuntimeError("simulated enqueue failure")
         return real(file, name, options, args)
-    monkeypatch.setattr(launch, "kernel", failing)
+    monkeypatch.setattr(enqueue, "kernel", failing)
     x = np.random.default_rng(0).standard_normal((2, 3, 9, 7)).astype(np.float32)
     with pytest.raises(polyeng.EngineError, match="simulated enqueue failure"):
         on("opencl", "upsample_bilinear2d", x, scale_factor=2)
-    assert not getattr(launch._local, "held", None)   # the first launch ran and was let go
-    monkeypatch.setattr(launch, "kernel", real)
+    assert not getattr(enqueue._local, "held", None)   # the first launch ran and was let go
+    monkeypatch.setattr(enqueue, "kernel", real)
     np.testing.assert_array_equal(on("opencl", "upsample_bilinear2d", x, scale_factor=2),
                                   on("basic", "upsample_bilinear2d", x, scale_factor=2))
 
@@ -165,7 +165,7 @@ def test_unaligned_host_arrays_are_copied_before_the_kernels_read_them():
 ])
 def test_a_device_with_its_own_memory_copies_in_and_out(monkeypatch, op, args, kwargs):
     """The path a GPU takes (no zero-copy): simulated on PoCL by reporting separate memory."""
-    from polyeng.backends.opencl import runtime
+    from polyeng.backends.opencl import _runtime as runtime
     monkeypatch.setattr(runtime.State, "unified", property(lambda self: False))
     want = on("basic", op, *args, **kwargs)
     got = on("opencl", op, *args, **kwargs)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import polyeng
-from polyeng.backends.opencl import launch, strided
+from polyeng.backends.opencl import _enqueue as enqueue, _strided as strided
 from polyeng.engine import dtypes as dt
 
 pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["opencl"].available,
@@ -40,7 +40,7 @@ def test_layout_drops_size_one_dims_and_keeps_offsets():
 @pytest.mark.parametrize("shape,dims", [((3, 5, 7, 2), (3, 1, 0, 2)), ((9, 11), (1, 0)), ((4, 3, 6, 5), (0, 2, 1, 3)),
                                         ((2, 3, 4, 5, 6), (4, 0, 3, 1, 2))])
 def test_split_launches_past_the_capped_range_dimensions(monkeypatch, shape, dims):
-    monkeypatch.setattr(launch, "CAP", 4)   # height and rows both exceed it: launches with offsets
+    monkeypatch.setattr(enqueue, "CAP", 4)   # height and rows both exceed it: launches with offsets
     rng = np.random.default_rng(0)
     for dtype in (dt.float32, dt.bfloat16, dt.int8, dt.int64):
         x = rng.standard_normal(shape).astype(np.float32).astype(dtype)

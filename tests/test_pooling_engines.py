@@ -166,7 +166,7 @@ def test_zero_size(engine):
 
 @pytest.mark.skipif("opencl" not in AVAILABLE, reason="opencl is unavailable (the CI run requires it)")
 def test_device_resident_input_stays_on_device():
-    from polyeng.backends.opencl.tensor import OpenCLTensor, from_numpy, to_numpy
+    from polyeng.backends.opencl._tensor import OpenCLTensor, from_numpy, to_numpy
     rng = np.random.default_rng(6)
     x = sample(rng, (2, 3, 9, 11), np.float16)
     values, index = run("opencl", polyeng.max_pool2d, from_numpy(x), 3, 2, 1, return_indices=True)

@@ -35,10 +35,8 @@ _override: contextvars.ContextVar[tuple] = contextvars.ContextVar("polyeng_amp_o
 
 
 def _check_op(op_name) -> str:
-    from ..ops import OPS
-    if op_name not in OPS:
-        raise ValueError(f"op_name={op_name!r} is not a polyeng op; expected one of {', '.join(sorted(OPS))}")
-    return op_name
+    from .call import op_spec
+    return op_spec(op_name, "op_name").name
 
 
 def register_mixed_precision_conversion(op_name, func=None, level=10):

@@ -9,37 +9,77 @@ import numpy as np
 from .amp import Category
 
 
+class Prepared:
+    """What a kernel needs beyond the arrays, derived once per call signature by the op's module.
+
+    Every op's ``prepare(args)`` sets ``shape`` (the result's shape; for ops with several
+    results, the first one's) and ``dtype`` (the storage dtype results are returned in), plus
+    what its family's kernels share: pooling windows and divisors, interpolation tables,
+    promoted dtypes, broadcast shapes. It depends on shapes, dtypes and options only, never
+    on array values, so a cached plan keeps it for every later call of the same signature.
+    Built-in kernels are called as ``kernel(prepared, **args)`` and never recompute it.
+    """
+
+    def __init__(self, shape, dtype, **facts):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.__dict__.update(facts)
+
+    def __repr__(self) -> str:
+        return "Prepared(" + ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items()) + ")"
+
+
 @dataclass(frozen=True)
 class OpSpec:
     """Everything the engine needs to know about an op; each ``polyeng/ops`` module declares one.
 
     ``validate(**kwargs)`` returns the validated keyword arguments (same names as the public
-    function) or raises ValueError/TypeError naming the argument. ``output_dtype(args)`` is
-    the storage dtype of the result. ``exact`` ops only move or compare data, so they run
-    in their storage dtype and are never converted. ``recommend(call)`` names the engine to
-    prefer for these arguments; ``preference`` is the documented order tried after it.
+    function) or raises ValueError/TypeError naming the argument. ``prepare(args)`` returns
+    the :class:`Prepared` facts of validated ``args``. ``family`` is the op module's name,
+    which is also the name of the file holding each engine's kernel. ``exact`` ops only move
+    or compare data, so they run in their storage dtype and are never converted.
+    ``recommend(call)`` names the engine to prefer for these arguments; ``preference`` is the
+    documented order tried after it.
     """
     name: str
     function: Callable
     validate: Callable[..., dict]
+    prepare: Callable[[dict], Prepared]
     category: Category
-    output_dtype: Callable[[dict], np.dtype]
     exact: bool = False
     preference: tuple = ("basic",)
     recommend: Optional[Callable[["Call"], Optional[str]]] = None
-    doc: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.function.__module__.rsplit(".", 1)[-1]
+
+
+# op name -> OpSpec, filled by ``polyeng.ops`` as it imports its modules; the engine reads it
+# here instead of importing ``polyeng.ops`` (which imports the engine).
+OPS: dict[str, OpSpec] = {}
+
+
+def op_spec(op, where: str = "op") -> OpSpec:
+    """The OpSpec of an op given by name or as the op function; ValueError listing the ops otherwise."""
+    name = op if isinstance(op, str) else getattr(op, "__name__", op)
+    spec = OPS.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise ValueError(f"{where}={op!r} is not a polyeng op; expected one of {', '.join(sorted(OPS))}")
+    return spec
 
 
 class Call:
     """One op call after validation: what ``accepts(call)`` and the selector look at."""
 
-    __slots__ = ("op", "args", "spec", "storage_dtype", "fp_math_mode", "category", "accumulation_dtype",
-                 "allowed_compute")
+    __slots__ = ("op", "args", "spec", "prepared", "storage_dtype", "fp_math_mode", "category",
+                 "accumulation_dtype", "allowed_compute")
 
     def __init__(self, spec: OpSpec, args: dict):
         self.spec = spec
         self.op = spec.name
         self.args = args
+        self.prepared = None           # the op's Prepared facts for these arguments
         self.storage_dtype = None      # the dtype results are returned in
         self.fp_math_mode = None
         self.category = spec.category  # after the mixed precision rules

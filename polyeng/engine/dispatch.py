@@ -15,11 +15,11 @@ import numpy as np
 from . import dtypes as dt
 from . import amp, fpmath, verbose
 from . import plan_cache
-from .call import Call, OpSpec, map_arrays, tensors_of
+from .call import Call, OpSpec, map_arrays, op_spec, tensors_of
 from .plan_cache import Plan
 from .errors import EngineError, FallbackWarning
 from .plugins import registry
-from .selector import ACCEPTED, Decision, choose_engine
+from .selector import ACCEPTED, NOT_PROBED, Decision, choose_engine, verdict
 from .settings import current_scope
 
 try:   # numpy >= 2 keeps its error state in a context variable; setting it directly costs
@@ -34,24 +34,32 @@ _warned: set = set()
 _warned_lock = threading.Lock()
 
 
-def prepare(spec: OpSpec, kwargs: dict, args: dict | None = None) -> Call:
-    """Validate the arguments (unless ``args`` are already validated), then settle the storage
-    dtype and the compute types the fp math mode allows under the op's mixed precision rule."""
-    call = Call(spec, spec.validate(**kwargs) if args is None else args)
+def make_call(spec: OpSpec, args: dict) -> Call:
+    """The Call of validated ``args``: the op's prepared facts, the storage dtype, and the compute
+    types the fp math mode allows under the op's mixed precision rule."""
+    call = Call(spec, args)
     mode = fpmath.get_fp_math_mode()
-    call.storage_dtype = np.dtype(spec.output_dtype(call.args))
+    call.prepared = spec.prepare(args)
+    call.storage_dtype = call.prepared.dtype
     call.fp_math_mode = mode
     call.category, call.accumulation_dtype, _ = amp.conversion_for(call, fpmath.MIXED_DTYPE[mode])
     call.allowed_compute = fpmath.allowed_compute(call.category, call.storage_dtype, mode, spec.exact)
     return call
 
 
-def decide(call: Call, reg=None) -> Decision:
+def decide(call: Call, reg=None, *, probe_all: bool = False) -> Decision:
     reg = reg or registry()
-    decision = choose_engine(call, reg, current_scope())
+    decision = choose_engine(call, reg, current_scope(), probe_all=probe_all)
     decision.fp_math_mode = call.fp_math_mode.value
     decision.compute_dtype = reg.kernel(call.op, decision.engine).compute_for(call)
     return decision
+
+
+def _step(call: Call, engine: str, reg) -> plan_cache.Step:
+    kernel = reg.kernel(call.op, engine)
+    compute = kernel.compute_for(call)
+    return plan_cache.Step(engine, kernel, compute, _needs_conversion(call, compute, kernel),
+                           _needs_host(call, engine, reg))
 
 
 def plan_for(spec: OpSpec, args: dict, reg) -> Plan:
@@ -61,18 +69,28 @@ def plan_for(spec: OpSpec, args: dict, reg) -> Plan:
     key = plan_cache.key_for(spec.name, args, mode, scope)
     plan = reg.plans.get(key) if key is not None else None
     if plan is None:
-        call = prepare(spec, {}, args)
+        call = make_call(spec, args)
         decision = decide(call, reg)
-        steps = []
-        for engine in decision.plan:
-            kernel = reg.kernel(call.op, engine)
-            compute = kernel.compute_for(call)
-            steps.append(plan_cache.Step(engine, kernel, compute, _needs_conversion(call, compute, kernel),
-                                         _needs_host(call, engine, reg)))
-        plan = plan_cache.Plan(decision, call.storage_dtype, mode.value, tuple(steps))
+        plan = Plan(decision, call.prepared, mode.value, _step(call, decision.engine, reg))
         if key is not None:
             reg.plans.put(key, plan)
     return plan
+
+
+def _fallback_step(spec: OpSpec, args: dict, plan: Plan, failed: str, reg):
+    """The step of the first engine after ``failed`` in the plan that accepts the call (probed now:
+    the selector stopped at the chosen engine), or None when none is left."""
+    order = plan.decision.plan
+    call = None
+    for engine in order[order.index(failed) + 1:]:
+        step = plan.fallbacks.get(engine)
+        if engine not in plan.fallbacks:
+            call = call or make_call(spec, args)
+            step = _step(call, engine, reg) if verdict(call, reg, engine)[0] == ACCEPTED else None
+            plan.fallbacks[engine] = step
+        if step is not None:
+            return step
+    return None
 
 
 def run(spec: OpSpec, **kwargs):
@@ -84,10 +102,10 @@ def run(spec: OpSpec, **kwargs):
     level = verbose.level()
     if level >= 2:
         for c in decision.candidates:
-            if c.verdict not in ("chosen", ACCEPTED):
+            if c.verdict not in ("chosen", ACCEPTED, NOT_PROBED):
                 verbose.dispatch_line(spec.name, c.engine, c.verdict, c.reason)
-    failures = []
-    for position, step in enumerate(plan.steps):
+    step, last_failure = plan.first, None
+    while step is not None:
         kernel_args, moved = args, []
         if step.to_host:
             kernel_args, moved = _to_host(kernel_args, step.engine, reg)
@@ -95,36 +113,39 @@ def run(spec: OpSpec, **kwargs):
             kernel_args = _to_compute(kernel_args, step.compute, step.kernel.native_storage)
         start = time.perf_counter() if level else 0.0
         try:
-            result = _call_quietly(step.kernel.fn, kernel_args)
+            result = _call_quietly(step.kernel, plan.prepared, kernel_args)
         except Exception as exc:
             reason = f"{type(exc).__name__}: {exc}"
             if not decision.fallback:
                 raise EngineError(step.engine, spec.name, f"kernel failed: {reason}") from exc
-            failures.append((step.engine, reason, exc))
-            if position + 1 < len(plan.steps):
-                _warn_fallback(spec.name, step.engine, reason, plan.steps[position + 1].engine)
+            last_failure = (step.engine, reason, exc)
+            step = _fallback_step(spec, args, plan, step.engine, reg)
+            if step is not None:
+                _warn_fallback(spec.name, last_failure[0], reason, step.engine)
             continue
-        if type(result) is not np.ndarray or result.dtype != plan.storage_dtype:
-            result = _to_storage(result, plan.storage_dtype)
+        if type(result) is not np.ndarray or result.dtype != plan.prepared.dtype:
+            result = _to_storage(result, plan.prepared.dtype)
         if level >= 1:
             ms = (time.perf_counter() - start) * 1e3
             label = decision.step if step.engine == decision.engine else "fallback"
             note = f"transferred {','.join(moved)} to host" if moved else ""
             verbose.exec_line(spec.name, step.engine, label, plan.mode, step.compute, tensors_of(args), ms, note)
         return result
-    engine, reason, exc = failures[-1]
+    engine, reason, exc = last_failure
     raise EngineError(engine, spec.name, f"every candidate failed; last: {reason}") from exc
 
 
-def _call_quietly(fn, kwargs):
-    """``fn(**kwargs)`` with numpy's floating-point warnings off: IEEE results (inf, nan) are
-    the defined outcome, not kernel failures, whatever the caller's numpy settings are."""
+def _call_quietly(kernel, prepared, kwargs):
+    """The kernel called with numpy's floating-point warnings off: IEEE results (inf, nan) are
+    the defined outcome, not kernel failures, whatever the caller's numpy settings are.
+    Built-in kernels take the prepared facts first; plugin kernels the keyword arguments only."""
+    fn = kernel.fn
     if _error_state is None:
         with np.errstate(all="ignore"):
-            return fn(**kwargs)
+            return fn(prepared, **kwargs) if kernel.prepared else fn(**kwargs)
     token = _error_state.set(_IGNORE_ALL)
     try:
-        return fn(**kwargs)
+        return fn(prepared, **kwargs) if kernel.prepared else fn(**kwargs)
     finally:
         _error_state.reset(token)
 
@@ -221,15 +242,12 @@ def _warn_fallback(op: str, engine: str, reason: str, next_engine: str) -> None:
 
 
 def explain(op, *args, **kwargs) -> Decision:
-    """The decision for ``op(*args, **kwargs)`` without running it. ``op`` is a name or the op function."""
-    from ..ops import OPS
-    name = op if isinstance(op, str) else getattr(op, "__name__", op)
-    spec = OPS.get(name)
-    if spec is None:
-        raise ValueError(f"op={op!r} is not a polyeng op; expected one of {', '.join(sorted(OPS))}")
+    """The decision for ``op(*args, **kwargs)`` without running it. ``op`` is a name or the op
+    function. Every engine is probed, so each candidate shows its verdict."""
+    spec = op_spec(op)
     try:
         bound = inspect.signature(spec.function).bind(*args, **kwargs)
     except TypeError as exc:
-        raise TypeError(f"explain({name}): {exc}") from None
+        raise TypeError(f"explain({spec.name}): {exc}") from None
     bound.apply_defaults()
-    return decide(prepare(spec, dict(bound.arguments)))
+    return decide(make_call(spec, spec.validate(**bound.arguments)), probe_all=True)

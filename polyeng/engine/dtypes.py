@@ -70,10 +70,6 @@ def short_name(dtype) -> str:
     return SHORT_NAMES.get(dtype) or dtype.name
 
 
-def is_float(dtype) -> bool:
-    return np.dtype(dtype) in FLOAT_DTYPES
-
-
 def result_type(*dtypes) -> np.dtype:
     """numpy's promotion, extended to bfloat16 (which numpy cannot promote with float16).
 
@@ -134,4 +130,14 @@ def _int_to_float64_for_bf16(x: np.ndarray) -> np.ndarray:
             shift = magnitude.bit_length() - 24
             folded = ((magnitude >> shift) | (1 if magnitude & ((1 << shift) - 1) else 0)) << shift
             flat_out[i] = float(folded if value > 0 else -folded)
+    return out
+
+
+def product_dtype(a, b) -> np.dtype:
+    """The dtype a matrix product of ``a`` and ``b`` computes in: their promotion, except that
+    integer operands join a float one as it is (floats were already converted to the compute
+    type, which must not be widened again by an int32 beside it)."""
+    out = result_type(a, b)
+    if out in FLOAT_DTYPES:
+        out = result_type(*[d for d in (a, b) if d in FLOAT_DTYPES])
     return out

@@ -59,12 +59,18 @@ class Step:
     to_host: bool           # some argument is a device tensor of another engine
 
 
-@dataclass(frozen=True)
 class Plan:
-    decision: object        # selector.Decision
-    storage_dtype: np.dtype
-    mode: str
-    steps: tuple
+    """A decision with what running it needs: the op's prepared facts, the chosen engine's step,
+    and the steps of fallback engines, filled in when a failure first reaches them."""
+
+    __slots__ = ("decision", "prepared", "mode", "first", "fallbacks")
+
+    def __init__(self, decision, prepared, mode: str, first: Step):
+        self.decision = decision      # selector.Decision
+        self.prepared = prepared      # call.Prepared
+        self.mode = mode
+        self.first = first
+        self.fallbacks: dict = {}     # engine -> Step, or None when it does not accept the call
 
 
 class PlanCache:

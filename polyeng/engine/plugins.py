@@ -11,6 +11,7 @@ from importlib import metadata
 import pluggy
 
 from . import hookspecs
+from .call import OPS
 from .registry import DuplicateEngineError, Registry
 
 ENTRY_POINT_GROUP = "polyeng.backends"
@@ -26,11 +27,6 @@ _duplicates: dict[str, str] = {}      # plugin name -> "engine X is already regi
 def autoload_enabled() -> bool:
     """False when POLYENG_DISABLE_PLUGIN_AUTOLOAD turns entry-point loading off."""
     return os.environ.get("POLYENG_DISABLE_PLUGIN_AUTOLOAD", "").strip().lower() not in ("1", "true", "yes", "on")
-
-
-def _known_ops():
-    from ..ops import OPS
-    return set(OPS)
 
 
 def plugin_manager() -> pluggy.PluginManager:
@@ -80,7 +76,7 @@ def registry() -> Registry:
 def _rebuild() -> None:
     global _registry
     pm = plugin_manager()
-    reg = Registry(_known_ops())
+    reg = Registry(set(OPS))
     _duplicates.clear()
     # Hook implementations are called one by one (not as one hook call) so that one plugin's
     # failure cannot hide the others; hookwrappers and tryfirst/trylast are not used here.
@@ -129,7 +125,6 @@ def register_backend(plugin, name: str | None = None) -> None:
             pm.unregister(name=name)
             _rebuild()
             raise ValueError(f"register_backend: {reason}")
-    _notify_changed()
 
 
 def unregister_backend(plugin) -> None:
@@ -143,17 +138,3 @@ def unregister_backend(plugin) -> None:
         else:
             raise ValueError(f"unregister_backend: {plugin!r} is not registered")
         _rebuild()
-    _notify_changed()
-
-
-_listeners = []
-
-
-def on_registry_change(callback) -> None:
-    """Call ``callback()`` whenever the registry is rebuilt (caches subscribe here)."""
-    _listeners.append(callback)
-
-
-def _notify_changed() -> None:
-    for callback in _listeners:
-        callback()

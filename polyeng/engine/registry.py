@@ -27,6 +27,7 @@ class EngineRecord:
     native_type: Optional[type] = None
     to_host: Optional[Callable] = None   # device tensor -> numpy array
     to_device: Optional[Callable] = None   # numpy array -> device tensor
+    details: Optional[Callable] = None   # () -> lines for `polyeng info` (devices, versions)
     plugin: str = ""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _resolved: Optional[tuple] = None
@@ -68,6 +69,7 @@ class KernelRecord:
     accepts: Optional[Callable] = None   # call -> None (accept) or a reason string
     compute_types: Optional[tuple] = None   # e.g. ("f32", "bf16"); None: every type the mode allows
     native_storage: bool = False   # takes f16/bf16 arrays as stored and returns them so
+    prepared: bool = False   # a built-in kernel: called as fn(prepared, **args), see backends/_loader.py
 
     def compute_for(self, call) -> Optional[str]:
         """The most preferred compute type the fp math mode allows and this kernel supports."""
@@ -107,18 +109,23 @@ class Registry:
         self.engines: dict[str, EngineRecord] = {}
         self.kernels: dict[tuple[str, str], KernelRecord] = {}
         self._known_ops = known_ops
+        self._native_types: tuple = ()
         self._plugin = ""
         self.plans = PlanCache()   # decisions made with this registry, by call signature
 
     # -- the API plugins call -------------------------------------------------
-    def add_engine(self, name, available=True, reason="", native_type=None, to_host=None, to_device=None):
+    def add_engine(self, name, available=True, reason="", native_type=None, to_host=None, to_device=None,
+                   details=None):
         name = engine_name(name)
         if name in RESERVED:
             raise ValueError(f"engine name {name!r} is reserved")
         if name in self.engines:
             raise DuplicateEngineError(f"engine {name!r} is already registered "
                                        f"(by {self.engines[name].plugin or 'a plugin'})")
-        self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, to_device, self._plugin)
+        self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, to_device, details,
+                                          self._plugin)
+        if native_type is not None:
+            self._native_types += (native_type,)
         return self.engines[name]
 
     def add_kernel(self, op, engine, fn, accepts=None, compute_types=None, native_storage=False):
@@ -132,6 +139,11 @@ class Registry:
         if compute_types is not None:
             compute_types = tuple(compute_types)
         self.kernels[(op, engine)] = KernelRecord(op, engine, fn, accepts, compute_types, bool(native_storage))
+
+    def add_kernel_record(self, record: KernelRecord) -> None:
+        """A built-in kernel found by ``backends/_loader.py`` (same checks as ``add_kernel``)."""
+        self.add_kernel(record.op, record.engine, record.fn)
+        self.kernels[(record.op, record.engine)] = record
 
     # -- queries ----------------------------------------------------------------
     def kernel(self, op: str, engine: str) -> Optional[KernelRecord]:
@@ -148,7 +160,8 @@ class Registry:
         return None
 
     def native_types(self) -> tuple:
-        return tuple(r.native_type for r in self.engines.values() if r.native_type is not None)
+        """The device tensor types engines own (what validation passes through unconverted)."""
+        return self._native_types
 
     def info(self) -> list[EngineInfo]:
         out = []

@@ -7,6 +7,10 @@
    BASIC last.
 The step reported is "special-argument" when an engine that outranked the chosen one
 was ruled out by its argument constraints. Nothing here runs a kernel.
+
+Engines are probed (availability, then ``accepts``) only when the order reaches them, so a
+call that BASIC takes imports no other engine's library; ``explain`` probes every engine to
+show every verdict, and a decision lists the others as not probed.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from .registry import Registry
 from .settings import EngineScope
 
 CHOSEN, ACCEPTED, REJECTED, UNAVAILABLE, MISSING = "chosen", "accepted", "rejected", "unavailable", "not implemented"
-STEPS = ("special-argument", "layout", "user", "recommend")
+NOT_PROBED = "not probed"
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ class Decision:
     candidates: list
     fp_math_mode: str = ""
     compute_dtype: str = ""
-    plan: list = field(default_factory=list)   # engines to try in order (chosen first)
+    plan: list = field(default_factory=list)   # engines to try in order (chosen first; later ones probed on fallback)
     user_engine: str = "recommend"
     fallback: bool = True
 
@@ -52,69 +56,92 @@ class Decision:
         return "\n".join([head] + rows)
 
 
-def _verdicts(call, registry: Registry) -> dict:
-    verdicts = {}
-    for name, record in registry.engines.items():
-        kernel = registry.kernel(call.op, name)
-        if kernel is None:
-            verdicts[name] = (MISSING, f"no {call.op} kernel")
-            continue
-        ok, reason = record.status()
-        if not ok:
-            verdicts[name] = (UNAVAILABLE, reason)
-            continue
-        rejection = kernel.rejection(call)
-        verdicts[name] = (REJECTED, rejection) if rejection else (ACCEPTED, "")
-    return verdicts
+def verdict(call, registry: Registry, name: str) -> tuple:
+    """(verdict, reason) of engine ``name`` for ``call``: probes its availability and its limits."""
+    kernel = registry.kernel(call.op, name)
+    if kernel is None:
+        return MISSING, f"no {call.op} kernel"
+    record = registry.engines.get(name)
+    if record is None:
+        return MISSING, "not registered"
+    ok, reason = record.status()
+    if not ok:
+        return UNAVAILABLE, reason
+    rejection = kernel.rejection(call)
+    return (REJECTED, rejection) if rejection else (ACCEPTED, "")
 
 
-def choose_engine(call, registry: Registry, scope: EngineScope) -> Decision:
-    """Apply the four-step priority to ``call``; raise EngineError if ``fallback=False`` forbids the result."""
-    verdicts = _verdicts(call, registry)
-    accepted = [n for n, (v, _) in verdicts.items() if v == ACCEPTED]
+class _Verdicts(dict):
+    """Verdicts probed on first look-up, in the order the priority reaches the engines."""
+
+    def __init__(self, call, registry: Registry):
+        super().__init__()
+        self.call, self.registry = call, registry
+
+    def __missing__(self, name):
+        self[name] = result = verdict(self.call, self.registry, name)
+        return result
+
+
+def choose_engine(call, registry: Registry, scope: EngineScope, *, probe_all: bool = False) -> Decision:
+    """Apply the four-step priority to ``call``; raise EngineError if ``fallback=False`` forbids the result.
+
+    Only the engines the order reaches are probed, unless ``probe_all`` (explain) asks for every verdict.
+    """
+    verdicts = _Verdicts(call, registry)
+    if probe_all:
+        for name in registry.engines:
+            verdicts[name]
     outranked_by_constraint = False
     chosen = step = None
 
     # Step 2: layout. Device tensors native to an accepting engine pull the call there.
-    for value in call.tensors().values():
-        owner = registry.owner_of(value)
-        if owner is None:
-            continue
-        if owner.name in accepted:
-            chosen, step = owner.name, "layout"
-            break
-        if verdicts[owner.name][0] == REJECTED:
-            outranked_by_constraint = True
+    if registry.native_types():
+        for value in call.tensors().values():
+            owner = registry.owner_of(value)
+            if owner is None:
+                continue
+            verdict_, _ = verdicts[owner.name]
+            if verdict_ == ACCEPTED:
+                chosen, step = owner.name, "layout"
+                break
+            if verdict_ == REJECTED:
+                outranked_by_constraint = True
 
     # Step 3: the user's engine.
     user = scope.engine
     if chosen is None and user != Engine.RECOMMEND.value:
-        verdict, reason = verdicts.get(user, (MISSING, "not registered"))
-        if verdict == ACCEPTED:
+        verdict_, reason = verdicts[user]
+        if verdict_ == ACCEPTED:
             chosen, step = user, "user"
         elif not scope.fallback:
-            raise EngineError(user, call.op, f"{verdict}: {reason}")
-        elif verdict == REJECTED:
+            raise EngineError(user, call.op, f"{verdict_}: {reason}")
+        elif verdict_ == REJECTED:
             outranked_by_constraint = True
 
     # Step 4: the op's recommendation, then its preference list (BASIC last).
     preference = _preference(call)
     if chosen is None:
         for name in preference:
-            verdict = verdicts.get(name, (MISSING, ""))[0]
-            if verdict == ACCEPTED:
+            verdict_ = verdicts[name][0]
+            if verdict_ == ACCEPTED:
                 chosen, step = name, "recommend"
                 break
-            if verdict == REJECTED:
+            if verdict_ == REJECTED:
                 outranked_by_constraint = True
     if chosen is None:
+        for name in registry.engines:   # the error lists every engine's verdict
+            verdicts[name]
         detail = "; ".join(f"{n}: {v} ({r})" for n, (v, r) in verdicts.items())
         raise EngineError(user, call.op, f"no engine can run this call: {detail}")
     if outranked_by_constraint:
         step = "special-argument"
 
-    plan = [chosen] + [n for n in preference if n in accepted and n != chosen]
-    candidates = [Candidate(n, CHOSEN if n == chosen else v, r) for n, (v, r) in verdicts.items()]
+    plan = [chosen] + [n for n in preference if n != chosen and verdicts.get(n, (ACCEPTED,))[0] == ACCEPTED]
+    candidates = [Candidate(n, CHOSEN, "") if n == chosen else
+                  Candidate(n, *verdicts[n]) if n in verdicts or registry.kernel(call.op, n) is None else
+                  Candidate(n, NOT_PROBED, f"the priority order chose {chosen} before reaching it")
+                  for n in registry.engines]
     return Decision(call.op, chosen, step, candidates, plan=plan, user_engine=user, fallback=scope.fallback)
 
 

@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from ..engine import dtypes as dt
+from ..engine.call import Prepared
 
 
 def _native_types() -> tuple:
@@ -140,3 +141,9 @@ def same_or_f32(weight, x_dtype, name: str) -> None:
 
 def shape_str(shape) -> str:
     return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def like_input(args) -> Prepared:
+    """The prepared facts of an op whose result has the shape and dtype of its input ``x``."""
+    x = args["x"]
+    return Prepared(x.shape, x.dtype)

@@ -17,5 +17,6 @@ def _validate(x, approximate):
 
 
 SPEC = OpSpec(name="gelu", function=gelu, validate=_validate, category=Category.FOLLOW,
-              output_dtype=lambda args: args["x"].dtype,
+              prepare=check.like_input,
               recommend=_recommend.jit_from(1024), preference=_recommend.PREFERENCE)
+SPECS = [SPEC]

@@ -1,6 +1,6 @@
 """cast: convert to a floating-point type with round-to-nearest-even."""
 from ..engine.amp import Category
-from ..engine.call import OpSpec
+from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -23,5 +23,6 @@ def _validate(x, dtype):
 
 
 SPEC = OpSpec(name="cast", function=cast, validate=_validate, category=Category.FOLLOW,
-              output_dtype=lambda args: args["dtype"], exact=True,
+              prepare=lambda args: Prepared(args["x"].shape, args["dtype"]), exact=True,
               recommend=_recommend.jit_from(16384), preference=_recommend.PREFERENCE)
+SPECS = [SPEC]

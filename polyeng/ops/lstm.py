@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engine.amp import Category
-from ..engine.call import OpSpec
+from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from . import _checks as check
 from . import _recommend
@@ -196,10 +196,10 @@ def _validate(x, params, h0, c0, batch_first, bidirectional):
             "batch_first": batch_first, "bidirectional": bidirectional}
 
 
-def output_shapes(args) -> tuple:
-    """(y shape, h_n/c_n shape) for validated arguments."""
+def _prepare(args) -> Prepared:
+    """y's shape, the input's dtype, and ``geometry``: the call's :class:`LstmShape`."""
     shape = geometry(args["x"].shape, args["params"], args["batch_first"], args["bidirectional"])
-    return shape.output_shape, shape.state_shape
+    return Prepared(shape.output_shape, args["x"].dtype, geometry=shape)
 
 
 SPEC = OpSpec(
@@ -207,6 +207,7 @@ SPEC = OpSpec(
     function=lstm,
     validate=_validate,
     category=Category.ALLOW,
-    output_dtype=lambda args: args["x"].dtype,
+    prepare=_prepare,
     recommend=_recommend.jit_from(0), preference=_recommend.PREFERENCE,   # the fused step wins at every size measured
 )
+SPECS = [SPEC]

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..engine.amp import Category
-from ..engine.call import OpSpec
+from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -69,10 +69,20 @@ def _validate_linear(x, weight, bias):
     return {"x": x, "weight": weight, "bias": bias}
 
 
+def _prepare_matmul(args) -> Prepared:
+    a, b = args["a"], args["b"]
+    return Prepared(matmul_shape(a.shape, b.shape), dt.result_type(a.dtype, b.dtype))
+
+
+def _prepare_linear(args) -> Prepared:
+    x = args["x"]
+    return Prepared(tuple(x.shape[:-1]) + (args["weight"].shape[0],), x.dtype)
+
+
 MATMUL = OpSpec(name="matmul", function=matmul, validate=_validate_matmul, category=Category.ALLOW,
-                output_dtype=lambda args: dt.result_type(args["a"].dtype, args["b"].dtype),
+                prepare=_prepare_matmul,
                 recommend=_recommend.reference, preference=_recommend.PREFERENCE)
 LINEAR = OpSpec(name="linear", function=linear, validate=_validate_linear, category=Category.ALLOW,
-                output_dtype=lambda args: args["x"].dtype,
+                prepare=_prepare_linear,
                 recommend=_recommend.reference, preference=_recommend.PREFERENCE)
 SPECS = [MATMUL, LINEAR]

@@ -53,6 +53,7 @@ SPEC = OpSpec(
     function=layer_norm,
     validate=_validate,
     category=Category.DENY,
-    output_dtype=lambda args: args["x"].dtype,
+    prepare=check.like_input,
     recommend=_recommend.jit_from(512), preference=_recommend.PREFERENCE,
 )
+SPECS = [SPEC]

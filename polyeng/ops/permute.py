@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..engine.amp import Category
-from ..engine.call import OpSpec
+from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from . import _checks as check
 from . import _recommend
@@ -30,8 +30,9 @@ def _validate(x, dims):
     return {"x": x, "dims": normalised}
 
 
-def output_shape(args) -> tuple:
-    return tuple(args["x"].shape[d] for d in args["dims"])
+def _prepare(args) -> Prepared:
+    x = args["x"]
+    return Prepared(tuple(x.shape[d] for d in args["dims"]), x.dtype)
 
 
 SPEC = OpSpec(
@@ -39,7 +40,8 @@ SPEC = OpSpec(
     function=permute_contiguous,
     validate=_validate,
     category=Category.FOLLOW,
-    output_dtype=lambda args: args["x"].dtype,
+    prepare=_prepare,
     exact=True,
     recommend=_recommend.jit_from(1 << 22), preference=_recommend.PREFERENCE,   # numpy's strided copy ties numba at 3M elements
 )
+SPECS = [SPEC]

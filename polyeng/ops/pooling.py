@@ -11,7 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..engine.amp import Category
-from ..engine.call import OpSpec
+from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from . import _checks as check
 from . import _recommend
@@ -89,10 +89,22 @@ def geometry(x_shape, kernel_size, stride, padding, dilation=None, ceil_mode=Fal
     return Geometry(spatial, out, tuple(kernel_size), tuple(stride), tuple(padding), tuple(dilation))
 
 
-def output_shape(args) -> tuple:
-    g = geometry(args["x"].shape, args["kernel_size"], args["stride"], args["padding"],
-                 args.get("dilation"), args["ceil_mode"])
-    return tuple(args["x"].shape[:-len(g.out)]) + g.out
+def _prepare_avg(args) -> Prepared:
+    """The output shape, ``geometry`` (:class:`Geometry`) and ``divisor`` (int64, shape ``geometry.out``)."""
+    x = args["x"]
+    g = geometry(x.shape, args["kernel_size"], args["stride"], args["padding"], None, args["ceil_mode"])
+    return Prepared(tuple(x.shape[:-len(g.out)]) + g.out, x.dtype, geometry=g,
+                    divisor=avg_divisor(g, args["count_include_pad"], args["divisor_override"]))
+
+
+def _prepare_max(args) -> Prepared:
+    """The output shape, ``geometry`` and, with ``return_indices``, ``first_index``: each window's
+    index when no tap beats the lowest value (:func:`first_valid_index`)."""
+    x = args["x"]
+    g = geometry(x.shape, args["kernel_size"], args["stride"], args["padding"], args["dilation"],
+                 args["ceil_mode"])
+    return Prepared(tuple(x.shape[:-len(g.out)]) + g.out, x.dtype, geometry=g,
+                    first_index=first_valid_index(g) if args["return_indices"] else None)
 
 
 def window_starts(out_size: int, stride: int, padding: int) -> np.ndarray:
@@ -220,7 +232,7 @@ def _max_validator(op, nd):
 def _spec(name, function, nd, is_max):
     validate = (_max_validator if is_max else _avg_validator)(name, nd)
     return OpSpec(name=name, function=function, validate=validate, category=Category.FOLLOW,
-                  output_dtype=lambda args: args["x"].dtype, exact=is_max,
+                  prepare=_prepare_max if is_max else _prepare_avg, exact=is_max,
                   recommend=_recommend.jit_from(256), preference=_recommend.PREFERENCE)
 
 

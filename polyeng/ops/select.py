@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..engine.amp import Category
-from ..engine.call import OpSpec
+from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -62,8 +62,10 @@ def check_cond_shape(cond_shape, out_shape) -> None:
                          f"dimension must equal the output's or be 1, and cond may not add dimensions")
 
 
-def output_shape(args) -> tuple:
-    return broadcast_value_shapes(args["then"].shape, args["else_"].shape)
+def _prepare(args) -> Prepared:
+    """The broadcast shape of then/else_ and their promoted dtype."""
+    return Prepared(broadcast_value_shapes(args["then"].shape, args["else_"].shape),
+                    dt.result_type(args["then"].dtype, args["else_"].dtype))
 
 
 SPEC = OpSpec(
@@ -71,7 +73,8 @@ SPEC = OpSpec(
     function=select,
     validate=_validate,
     category=Category.FOLLOW,
-    output_dtype=lambda args: dt.result_type(args["then"].dtype, args["else_"].dtype),
+    prepare=_prepare,
     exact=True,
     recommend=_recommend.jit_from(4096), preference=_recommend.PREFERENCE,
 )
+SPECS = [SPEC]

@@ -25,7 +25,7 @@ def _validator(op):
 
 def _spec(name, function):
     return OpSpec(name=name, function=function, validate=_validator(name), category=Category.DENY,
-                  output_dtype=lambda args: args["x"].dtype,
+                  prepare=check.like_input,
                   recommend=_recommend.jit_from(512), preference=_recommend.PREFERENCE)
 
 

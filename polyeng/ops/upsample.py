@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from ..engine.amp import Category
-from ..engine.call import OpSpec
+from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -127,7 +127,18 @@ def output_spatial(in_spatial, size, scale_factor) -> tuple:
     return tuple(int(math.floor(i * s)) for i, s in zip(in_spatial, scale_factor))
 
 
-def output_shape(args) -> tuple:
+def _prepare_bilinear(args) -> Prepared:
+    """The output shape, and ``coordinates``: :func:`linear_source` of H and W."""
+    x = args["x"]
+    return Prepared(_output_shape(args), x.dtype, coordinates=bilinear_coordinates(args, x.dtype))
+
+
+def _prepare_nearest(args) -> Prepared:
+    """The output shape, and ``indices``: :func:`nearest_source` of every spatial dim."""
+    return Prepared(_output_shape(args), args["x"].dtype, indices=nearest_indices(args))
+
+
+def _output_shape(args) -> tuple:
     shape = tuple(int(s) for s in args["x"].shape)
     return shape[:2] + output_spatial(shape[2:], args["size"], args["scale_factor"])
 
@@ -216,8 +227,8 @@ UPSAMPLE_BILINEAR2D = OpSpec(
     name="upsample_bilinear2d",
     function=upsample_bilinear2d,
     validate=_validate_bilinear,
+    prepare=_prepare_bilinear,
     category=Category.FOLLOW,
-    output_dtype=lambda args: args["x"].dtype,
     recommend=_recommend.jit_from(4096), preference=_recommend.PREFERENCE,
 )
 
@@ -225,8 +236,8 @@ UPSAMPLE_NEAREST = OpSpec(
     name="upsample_nearest",
     function=upsample_nearest,
     validate=_validate_nearest,
+    prepare=_prepare_nearest,
     category=Category.FOLLOW,
-    output_dtype=lambda args: args["x"].dtype,
     exact=True,
     recommend=_recommend.jit_from(16384), preference=_recommend.PREFERENCE,
 )

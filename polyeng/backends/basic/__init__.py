@@ -1,17 +1,15 @@
-"""BASIC: vectorised numpy kernels for every op; the reference every other engine is tested against."""
-import importlib
+"""BASIC: vectorised numpy kernels for every op; the reference every other engine is tested against.
 
+The kernel of an op is the function named after it in the module of its family (see
+``backends/_loader.py``).
+"""
 from ...engine.hookspecs import hookimpl
+from .._loader import register_kernels
 
 NAME = "basic"
-MODULES = ("concat", "permute", "select", "pooling", "upsample", "lstm", "normalization",
-           "softmax", "matmul", "activation", "cast")
 
 
 @hookimpl
 def polyeng_register(registry):
     registry.add_engine(NAME, available=True)
-    for module_name in MODULES:
-        module = importlib.import_module(f"{__name__}.{module_name}")
-        for op, fn in module.KERNELS.items():
-            registry.add_kernel(op, NAME, fn)
+    register_kernels(registry, NAME, __name__, lazy=False)

@@ -29,7 +29,7 @@ def _run_direction(projected, w_hh, h, c, reverse: bool, out):
     return h, c
 
 
-def lstm(x, params, h0, c0, batch_first, bidirectional):
+def lstm(p, x, params, h0, c0, batch_first, bidirectional):
     shape = geometry(x.shape, params, batch_first, bidirectional)
     dtype = x.dtype
     seq = x[:, None, :] if shape.unbatched else x
@@ -62,6 +62,3 @@ def lstm(x, params, h0, c0, batch_first, bidirectional):
     if shape.unbatched:
         y, h_n, c_n = y[:, 0, :], h_n[:, 0, :], c_n[:, 0, :]
     return y, (h_n, c_n)
-
-
-KERNELS = {"lstm": lstm}

@@ -2,7 +2,7 @@
 import numpy as np
 
 
-def layer_norm(x, normalized_shape, weight, bias, eps):
+def layer_norm(p, x, normalized_shape, weight, bias, eps):
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
     if x.size == 0:
         return np.empty_like(x)
@@ -15,6 +15,3 @@ def layer_norm(x, normalized_shape, weight, bias, eps):
     if bias is not None:
         y = y + bias
     return y.astype(x.dtype, copy=False)
-
-
-KERNELS = {"layer_norm": layer_norm}

@@ -29,7 +29,7 @@ def _offsets(g):
     return itertools.product(*(range(k) for k in g.kernel))
 
 
-def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+def avg_pool2d(p, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     g = geometry(x.shape, kernel_size, stride, padding, None, ceil_mode)
     lead = x.shape[:x.ndim - len(g.out)]
     # 16-bit storage is summed in f32 (the dispatcher normally hands f32 already)
@@ -60,7 +60,7 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+def max_pool2d(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     g = geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     lead = x.shape[:x.ndim - len(g.out)]
     work = _comparable(x)
@@ -96,4 +96,5 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
 
 
 # 2-D and 3-D take the same keyword arguments: one function serves both ranks.
-KERNELS = {"avg_pool2d": _avg_pool, "avg_pool3d": _avg_pool, "max_pool2d": _max_pool, "max_pool3d": _max_pool}
+avg_pool3d = avg_pool2d
+max_pool3d = max_pool2d

@@ -5,7 +5,7 @@ import numpy as np
 from ...ops.upsample import bilinear_coordinates, nearest_indices
 
 
-def upsample_bilinear2d(x, size, scale_factor, align_corners):
+def upsample_bilinear2d(p, x, size, scale_factor, align_corners):
     args = {"x": x, "size": size, "scale_factor": scale_factor, "align_corners": align_corners}
     (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = bilinear_coordinates(args, x.dtype)
     # Separable: along W first, then H, the order (and so the rounding) of torch's CPU kernel.
@@ -14,11 +14,8 @@ def upsample_bilinear2d(x, size, scale_factor, align_corners):
     return out.astype(x.dtype, copy=False)
 
 
-def upsample_nearest(x, size, scale_factor):
+def upsample_nearest(p, x, size, scale_factor):
     out = x
     for axis, index in enumerate(nearest_indices({"x": x, "size": size, "scale_factor": scale_factor}), 2):
         out = np.take(out, index, axis=axis)
     return np.ascontiguousarray(out)
-
-
-KERNELS = {"upsample_bilinear2d": upsample_bilinear2d, "upsample_nearest": upsample_nearest}

@@ -10,9 +10,9 @@ import numba
 import numpy as np
 from numba import prange
 
-from .mathfn import erf, tanh
-from .runtime import jit, launch_lock
-from .storage import compute_dtype, kernel_view, narrow, widen
+from ._mathfn import erf, tanh
+from ._runtime import jit, launch_lock
+from ._storage import compute_dtype, kernel_view, narrow, widen
 
 _CHUNK = 16384   # elements per parallel task: enough work to hide a task's start
 
@@ -34,7 +34,7 @@ def _gelu(x, out, tanh_form, chunks, half, one, cubic, scale):
                 dst[i] = narrow(half * v * (one + erf(v * scale)), dst)
 
 
-def gelu(x, approximate):
+def gelu(p, x, approximate):
     out = np.empty(x.shape, x.dtype)
     if x.size == 0:
         return out
@@ -46,6 +46,3 @@ def gelu(x, approximate):
         _gelu(kernel_view(np.ascontiguousarray(x)).reshape(-1), kernel_view(out).reshape(-1),
               tanh_form, chunks, real(0.5), real(1), real(0.044715), scale)
     return out
-
-
-KERNELS = {"gelu": gelu}

@@ -19,8 +19,8 @@ from numba import prange, types
 from numba.extending import overload
 
 from ...engine import dtypes as dt
-from .runtime import inline, jit, launch_lock
-from .storage import (
+from ._runtime import inline, jit, launch_lock
+from ._storage import (
     bits_f32,
     f32_bits,
     f32_to_bf16_bits,
@@ -100,7 +100,7 @@ def _cast(x, out, chunks):
             dst[i] = convert(src[i], dst)
 
 
-def cast(x, dtype):
+def cast(p, x, dtype):
     if x.dtype == dtype:
         return x.copy()
     out = np.empty(x.shape, dtype)
@@ -115,6 +115,3 @@ def cast(x, dtype):
     with launch_lock:
         _cast(src.reshape(-1), kernel_view(out).reshape(-1), chunks)
     return out
-
-
-KERNELS = {"cast": cast}

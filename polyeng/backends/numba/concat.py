@@ -15,7 +15,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ...engine import dtypes as dt
-from .runtime import jit, launch
+from ._runtime import jit, launch
 
 _TASK_BYTES = 64 * 1024   # bytes per parallel task: amortizes the task, still balances two pieces
 @intrinsic
@@ -50,7 +50,7 @@ def _concat(out_address, out_row_bytes, rows, sources, row_bytes, offsets, rows_
                         sources[k] + row * row_bytes[k] + lo, width)
 
 
-def concat(tensors, axis):
+def concat(p, tensors, axis):
     dtype = dt.result_type(*[t.dtype for t in tensors])
     first = tensors[0].shape
     shape = first[:axis] + (sum(t.shape[axis] for t in tensors),) + first[axis + 1:]
@@ -78,6 +78,3 @@ def concat(tensors, axis):
     arrays = [np.array(v, np.int64) for v in (sources, row_bytes, offsets, rows_per_task, blocks_per_row, first_task)]
     launch(_concat, out.nbytes, out.ctypes.data, offset, rows, *arrays, _TASK_BYTES)
     return out
-
-
-KERNELS = {"concat": concat}

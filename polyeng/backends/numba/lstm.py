@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.lstm import geometry
-from .mathfn import sigmoid, tanh
-from .widen import float_storage, via_f32
-from .runtime import jit
+from ._mathfn import sigmoid, tanh
+from ._f32_path import via_f32
+from ._runtime import jit
 
 
 @jit
@@ -72,8 +71,8 @@ def _layer_weights(entries, dtype):
     return w_ih_t, w_hh_t, bias
 
 
-def lstm(x, params, h0, c0, batch_first, bidirectional):
-    shape = geometry(x.shape, params, batch_first, bidirectional)
+def _lstm(p, x, params, h0, c0, **_):
+    shape = p.geometry
     dtype = x.dtype
     seq_len, batch, hidden, dirs = shape.seq_len, shape.batch, shape.hidden_size, shape.num_directions
     states = (shape.num_layers * dirs, batch, hidden)
@@ -104,4 +103,4 @@ def lstm(x, params, h0, c0, batch_first, bidirectional):
     return y, (h_n.reshape(shape.state_shape), c_n.reshape(shape.state_shape))
 
 
-KERNELS = {"lstm": via_f32(lstm, float_storage("x"))}
+lstm = via_f32(_lstm)

@@ -1,5 +1,5 @@
-"""matmul and linear on NUMBA: numpy's BLAS products, the same functions as BASIC's, with
-16-bit storage widened and rounded back by the JIT cast (``widen.via_f32``).
+"""matmul and linear on NUMBA: numpy's BLAS products, with 16-bit storage
+widened and rounded back by the JIT cast (``_f32_path.via_f32``).
 
 Nothing here is JIT-compiled because nothing measured better: numpy's OpenBLAS GEMM
 beats a JIT loop at every size that matters (a JIT triple loop only wins below about
@@ -12,8 +12,23 @@ graph run these ops without falling back.
 """
 from __future__ import annotations
 
-from ..basic import matmul as basic
-from .widen import float_storage, via_f32
+import numpy as np
 
-KERNELS = {"matmul": via_f32(basic.matmul, float_storage("a", "b")),
-           "linear": via_f32(basic.linear, float_storage("x"))}
+from ...engine import dtypes as dt
+from ._f32_path import via_f32
+
+
+def _matmul(p, a, b):
+    product = dt.product_dtype(a.dtype, b.dtype)
+    return np.matmul(a.astype(product, copy=False), b.astype(product, copy=False))
+
+
+def _linear(p, x, weight, bias):
+    y = np.matmul(x, weight.T)
+    if bias is not None:
+        y += bias   # in place: faster than a parallel JIT epilogue right after the BLAS call
+    return y
+
+
+matmul = via_f32(_matmul)
+linear = via_f32(_linear)

@@ -12,8 +12,8 @@ import math
 import numpy as np
 from numba import prange
 
-from .runtime import jit, launch_lock
-from .storage import compute_dtype, kernel_view, narrow, widen
+from ._runtime import jit, launch_lock
+from ._storage import compute_dtype, kernel_view, narrow, widen
 
 
 @jit(parallel=True)
@@ -38,7 +38,7 @@ def _layer_norm(x, weight, bias, eps, count, out):
             dst[j] = narrow((widen(row[j]) - mean) * rstd * weight[j] + bias[j], dst)
 
 
-def layer_norm(x, normalized_shape, weight, bias, eps):
+def layer_norm(p, x, normalized_shape, weight, bias, eps):
     if x.size == 0:
         return np.empty_like(x)
     features = math.prod(normalized_shape)
@@ -51,6 +51,3 @@ def layer_norm(x, normalized_shape, weight, bias, eps):
     with launch_lock:
         _layer_norm(src, w, b, compute.type(eps), compute.type(features), kernel_view(out).reshape(-1, features))
     return out
-
-
-KERNELS = {"layer_norm": layer_norm}

@@ -18,8 +18,8 @@ import math
 import numpy as np
 from numba import prange
 
-from .runtime import launch
-from .runtime import jit
+from ._runtime import launch
+from ._runtime import jit
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _TASK_ELEMENTS = 16 * 1024   # elements per parallel task of the row copy
@@ -154,7 +154,7 @@ def _plan(shape, dims, itemsize):
                         int(out_strides[row_axis]), int(in_strides[perm[-1]]), _TILE), bits
 
 
-def permute_contiguous(x, dims):
+def permute_contiguous(p, x, dims):
     out = np.empty(tuple(x.shape[d] for d in dims), x.dtype)
     if out.size == 0:
         return out
@@ -166,6 +166,3 @@ def permute_contiguous(x, dims):
     else:
         launch(kernel, out.nbytes, source, target, *args)
     return out
-
-
-KERNELS = {"permute_contiguous": permute_contiguous}

@@ -19,8 +19,8 @@ from numba.extending import intrinsic
 
 from ...engine import dtypes as dt
 from ...ops.pooling import geometry
-from .runtime import FASTMATH, inline, jit, launch_lock
-from .storage import compute_dtype, kernel_view, narrow, widen
+from ._runtime import FASTMATH, inline, jit, launch_lock
+from ._storage import compute_dtype, kernel_view, narrow, widen
 
 # The row loops are ordinary functions called from a small parallel loop (numba's parfor
 # passes slow down a lot on large loop bodies). They are compiled with the kernels' preset
@@ -285,7 +285,7 @@ def _as_3d(x, nd, kernel, stride, padding, dilation):
     return view, kernel + stride + padding + dilation
 
 
-def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+def max_pool2d(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     nd = len(kernel_size)
     g = geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     shape = x.shape[:x.ndim - nd] + g.out
@@ -303,7 +303,7 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     return (out, index) if return_indices else out
 
 
-def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+def avg_pool2d(p, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     nd = len(kernel_size)
     g = geometry(x.shape, kernel_size, stride, padding, None, ceil_mode)
     out = np.empty(x.shape[:x.ndim - nd] + g.out, dtype=x.dtype)
@@ -319,4 +319,6 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
 
 
 # 2-D and 3-D pooling share their kernels (2-D runs as 3-D with a 1-tap depth window)
-KERNELS = {"avg_pool2d": _avg_pool, "avg_pool3d": _avg_pool, "max_pool2d": _max_pool, "max_pool3d": _max_pool}
+# 2-D and 3-D take the same keyword arguments: one function serves both ranks.
+avg_pool3d = avg_pool2d
+max_pool3d = max_pool2d

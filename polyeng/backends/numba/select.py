@@ -14,8 +14,8 @@ from numba import prange
 
 from ...engine import dtypes as dt
 from ...ops.select import broadcast_value_shapes
-from .runtime import launch
-from .runtime import jit
+from ._runtime import launch
+from ._runtime import jit
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _TASK_ELEMENTS = 32 * 1024
@@ -100,7 +100,7 @@ def merged_layout(shape, operand_strides):
     return merged_shape, merged
 
 
-def select(cond, then, else_, auto_broadcast):
+def select(p, cond, then, else_, auto_broadcast):
     dtype = dt.result_type(then.dtype, else_.dtype)
     shape = broadcast_value_shapes(then.shape, else_.shape)
     out = np.empty(shape, dtype)
@@ -116,6 +116,3 @@ def select(cond, then, else_, auto_broadcast):
            out.view(bits).reshape(-1), np.array(merged_shape, np.int64), np.array(strides, np.int64),
            max(1, _TASK_ELEMENTS // length))
     return out
-
-
-KERNELS = {"select": select}

@@ -24,8 +24,8 @@ from llvmlite import ir
 from numba import prange, types
 from numba.extending import intrinsic, overload, register_jitable
 
-from .runtime import jit, launch_lock
-from .storage import bits_f32, compute_dtype, f32_bits, kernel_view, narrow, widen
+from ._runtime import jit, launch_lock
+from ._storage import bits_f32, compute_dtype, f32_bits, kernel_view, narrow, widen
 
 _BLOCK_ELEMENTS = 2048   # inner lanes x n: the working set of one inner>1 task, kept in L1
 
@@ -275,12 +275,9 @@ def _run(x, axis, log):
     return out
 
 
-def softmax(x, axis):
+def softmax(p, x, axis):
     return _run(x, axis, False)
 
 
-def log_softmax(x, axis):
+def log_softmax(p, x, axis):
     return _run(x, axis, True)
-
-
-KERNELS = {"softmax": softmax, "log_softmax": log_softmax}

@@ -13,8 +13,8 @@ from numba import prange
 
 from ...ops.upsample import bilinear_coordinates, nearest_indices
 from .concat import launch
-from .runtime import jit
-from .storage import kernel_view, narrow, widen
+from ._runtime import jit
+from ._storage import kernel_view, narrow, widen
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _MIN_TASKS = 32   # split planes into row blocks until there is this much independent work
@@ -50,7 +50,7 @@ def _nearest(x, index_d, index_h, index_w, spread, run_starts, out):
                 copy[j] = row[j]
 
 
-def upsample_nearest(x, size, scale_factor):
+def upsample_nearest(p, x, size, scale_factor):
     indices = nearest_indices({"x": x, "size": size, "scale_factor": scale_factor})
     n, c = x.shape[:2]
     out = np.empty((n, c) + tuple(len(i) for i in indices), x.dtype)
@@ -139,7 +139,7 @@ def _pair_range(w0, w1, in_w):
     return np.array([lo, hi, c0[mid], c1[mid]], np.int64)
 
 
-def upsample_bilinear2d(x, size, scale_factor, align_corners):
+def upsample_bilinear2d(p, x, size, scale_factor, align_corners):
     args = {"x": x, "size": size, "scale_factor": scale_factor, "align_corners": align_corners}
     (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = bilinear_coordinates(args, x.dtype)
     n, c, in_h, in_w = x.shape
@@ -159,6 +159,3 @@ def upsample_bilinear2d(x, size, scale_factor, align_corners):
     launch(_bilinear, out.nbytes, source, h0, h1, lh0, lh1, w0.astype(np.uintp), w1.astype(np.uintp), lw0, lw1,
            _pair_range(w0, w1, in_w), used, slot, rows_per_task, kernel_view(out).reshape(planes, len(h0), len(w0)))
     return out
-
-
-KERNELS = {"upsample_bilinear2d": upsample_bilinear2d, "upsample_nearest": upsample_nearest}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine import dtypes as dt
-from . import launch, runtime
+from . import _enqueue as enqueue, _runtime as runtime
 
 # cast.cl's SRC / DST codes
 _SOURCE = {dt.float32: 1, dt.float16: 2, dt.bfloat16: 3, dt.float64: 4, dt.int8: 5, dt.uint8: 6,
@@ -23,18 +23,15 @@ _TARGET = {dt.float32: 1, dt.float16: 2, dt.bfloat16: 3, dt.float64: 4}
 RUN = 16   # elements per work item (cast.cl's RUN)
 
 
-def cast(x, dtype):
+def cast(p, x, dtype):
     dtype = np.dtype(dtype)
-    tx, stay = launch.on_device(x)
-    out = launch.empty(tx.shape, dtype, not stay)
+    tx, stay = enqueue.on_device(x)
+    out = enqueue.empty(tx.shape, dtype, not stay)
     if out.size:
         if tx.dtype == dtype:
             import pyopencl as cl
             cl.enqueue_copy(runtime.state().queue, out.buffer, tx.buffer, byte_count=out.nbytes).wait()
         else:
             options = (f"-DSRC={_SOURCE[np.dtype(tx.dtype)]}", f"-DDST={_TARGET[dtype]}")
-            launch.run("cast.cl", "cast", options, -(-out.size // RUN), tx.buffer, out.buffer, np.uint64(out.size))
-    return launch.result(out, stay)
-
-
-KERNELS = {"cast": cast}
+            enqueue.run("cast.cl", "cast", options, -(-out.size // RUN), tx.buffer, out.buffer, np.uint64(out.size))
+    return enqueue.result(out, stay)

@@ -10,17 +10,17 @@ from __future__ import annotations
 import math
 
 from ...engine import dtypes as dt
-from . import launch
+from . import _enqueue as enqueue
 from .permute import copy
 
 
-def concat(tensors, axis):
+def concat(p, tensors, axis):
     dtype = dt.result_type(*[t.dtype for t in tensors])
-    pieces = [launch.promoted(t, dtype) for t in tensors]
+    pieces = [enqueue.promoted(t, dtype) for t in tensors]
     first = pieces[0][0].shape
     shape = first[:axis] + (sum(t.shape[axis] for t, _ in pieces),) + first[axis + 1:]
     stay = any(stay for _, stay in pieces)
-    out = launch.empty(shape, dtype, not stay)
+    out = enqueue.empty(shape, dtype, not stay)
     if out.size:
         rows = math.prod(shape[:axis])
         inner = out.size // (rows * shape[axis])   # elements per unit step along axis
@@ -31,7 +31,4 @@ def concat(tensors, axis):
             if width:
                 copy(t, out, (rows, width), [width, 1], [total, 1], dst_offset=offset)
             offset += width
-    return launch.result(out, stay)
-
-
-KERNELS = {"concat": concat}
+    return enqueue.result(out, stay)

@@ -7,7 +7,7 @@ Per time step, one batched GEMM (the batch is the direction) multiplies every di
 hidden state by its ``w_hh.T``, and ``lstm_step`` fuses the rest: the projection, the gate
 activations, the cell update, the writes of h, c and the output row. The projection and
 the output are indexed in the caller's layout (time-major, batch-first or unbatched), so
-the sequence is never transposed; every launch is queued back to back and ``launch.result``
+the sequence is never transposed; every launch is queued back to back and ``enqueue.result``
 waits for them once.
 
 16-bit storage computes in f32 as BASIC does (which works on f32 copies): the input is read as
@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.lstm import geometry
-from . import launch, runtime
+from . import _enqueue as enqueue, _runtime as runtime
 from .matmul import Launch, compute_dtype, convert_into, gemm, gemm_launch, transpose_into
-from .tensor import OpenCLTensor
+from ._tensor import OpenCLTensor
 
 
 def _fill_zero(t: OpenCLTensor) -> None:
@@ -39,7 +39,7 @@ def _set_state(state: OpenCLTensor, value) -> None:
     if value is None:
         _fill_zero(state)
         return
-    convert_into(launch.on_device(value)[0], state)
+    convert_into(enqueue.on_device(value)[0], state)
 
 
 def _layer_weights(entries, compute):
@@ -48,19 +48,19 @@ def _layer_weights(entries, compute):
     dirs = len(entries)
     four_hidden, layer_in = entries[0][0].shape
     hidden = entries[0][1].shape[1]
-    w_ih_t = launch.empty((layer_in, dirs * four_hidden), compute)
-    w_hh_t = launch.empty((dirs, hidden, four_hidden), compute)
+    w_ih_t = enqueue.empty((layer_in, dirs * four_hidden), compute)
+    w_hh_t = enqueue.empty((dirs, hidden, four_hidden), compute)
     has_bias = any(b is not None for entry in entries for b in entry[2:])
-    bias = launch.empty((dirs * four_hidden,), compute) if has_bias else None
+    bias = enqueue.empty((dirs * four_hidden,), compute) if has_bias else None
     if bias is not None:
         _fill_zero(bias)
     for d, (w_ih, w_hh, b_ih, b_hh) in enumerate(entries):
-        w_ih, w_hh = launch.on_device(w_ih)[0], launch.on_device(w_hh)[0]
+        w_ih, w_hh = enqueue.on_device(w_ih)[0], enqueue.on_device(w_hh)[0]
         transpose_into(w_ih, w_ih_t, dirs * four_hidden, d * four_hidden)
         transpose_into(w_hh, w_hh_t, four_hidden, d * hidden * four_hidden)
         for b in (b_ih, b_hh):
             if b is not None:
-                convert_into(launch.on_device(b)[0], bias, d * four_hidden, accumulate=True)
+                convert_into(enqueue.on_device(b)[0], bias, d * four_hidden, accumulate=True)
     return w_ih_t, w_hh_t, bias
 
 
@@ -74,9 +74,9 @@ def _queue_layers(tx, params, shape, y, h_state, c_state, compute) -> None:
     else:
         time_stride, batch_stride = batch, 1
     # each layer's output overwrites the previous one's, which its projection has consumed
-    work = y if y.dtype == compute else launch.empty((rows, dirs * hidden), compute)
-    projected = launch.empty((rows, dirs * four_hidden), compute)
-    gates = launch.empty((dirs, batch, four_hidden), compute)
+    work = y if y.dtype == compute else enqueue.empty((rows, dirs * hidden), compute)
+    projected = enqueue.empty((rows, dirs * four_hidden), compute)
+    gates = enqueue.empty((dirs, batch, four_hidden), compute)
     blocks = -(-hidden // 16)   # lstm.cl's work items each take 16 hidden units
     u = np.uint64
     layer_input = tx
@@ -92,7 +92,7 @@ def _queue_layers(tx, params, shape, y, h_state, c_state, compute) -> None:
                                 ldc=four_hidden, acc=compute, offsets=(state_off, 0, 0), batch=(1, dirs),
                                 a_strides=(0, batch * hidden), b_strides=(0, hidden * four_hidden),
                                 c_strides=(0, batch * four_hidden))
-        update = Launch("lstm.cl", "lstm_step", launch.float_options(out.dtype), (blocks, batch, dirs),
+        update = Launch("lstm.cl", "lstm_step", enqueue.float_options(out.dtype), (blocks, batch, dirs),
                         (min(blocks, 16), 1, 1), gates.buffer, projected.buffer, h_state.buffer, c_state.buffer,
                         out.buffer, u(state_off), u(batch), u(hidden), u(dirs), u(seq_len), u(0),
                         u(time_stride), u(batch_stride))
@@ -103,30 +103,29 @@ def _queue_layers(tx, params, shape, y, h_state, c_state, compute) -> None:
         layer_input = work
 
 
-def lstm(x, params, h0, c0, batch_first, bidirectional):
+def lstm(p, x, params, h0, c0, batch_first, bidirectional):
     shape = geometry(x.shape, params, batch_first, bidirectional)
     stay = any(isinstance(t, OpenCLTensor) for t in [x, h0, c0] + [a for entry in params for a in entry])
     storage = np.dtype(x.dtype)
     compute = compute_dtype(storage)
-    y = launch.empty(shape.output_shape, storage, not stay)
-    h_n = launch.empty(shape.state_shape, storage, not stay)
-    c_n = launch.empty(shape.state_shape, storage, not stay)
+    y = enqueue.empty(shape.output_shape, storage, not stay)
+    h_n = enqueue.empty(shape.state_shape, storage, not stay)
+    c_n = enqueue.empty(shape.state_shape, storage, not stay)
     if storage == compute:
         h_state, c_state = h_n, c_n
     else:
         states = (shape.num_layers * shape.num_directions, shape.batch, shape.hidden_size)
-        h_state, c_state = launch.empty(states, compute), launch.empty(states, compute)
-    # every launch holds its arguments until launch.result has waited (launch.guarded on errors)
+        h_state, c_state = enqueue.empty(states, compute), enqueue.empty(states, compute)
+    # every launch holds its arguments until enqueue.result has waited (enqueue.guarded on errors)
     if h_state.size:
         _set_state(h_state, h0)
         _set_state(c_state, c0)
     if y.size:
-        _queue_layers(launch.on_device(x)[0], params, shape, y, h_state, c_state, compute)
+        _queue_layers(enqueue.on_device(x)[0], params, shape, y, h_state, c_state, compute)
     if h_state is not h_n and h_n.size:
         convert_into(h_state, h_n)
         convert_into(c_state, c_n)
-    return launch.result(y, stay), (launch.result(h_n, stay), launch.result(c_n, stay))
+    return enqueue.result(y, stay), (enqueue.result(h_n, stay), enqueue.result(c_n, stay))
 
 
 _STEP_ARG = 10   # lstm_step's argument `step`
-KERNELS = {"lstm": lstm}

@@ -26,7 +26,7 @@
   Narrow or short products use narrower vectors and fewer rows, so no work goes to padding.
 - **Not supported:** f64 on a device without cl_khr_fp64 (rejected at the special-argument
   step for f64 arguments and for an f64 result promoted from narrower ones, e.g. int32 @ f32);
-  non-contiguous inputs are first copied contiguous by ``launch.on_device``.
+  non-contiguous inputs are first copied contiguous by ``enqueue.on_device``.
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ import numpy as np
 
 from ...engine import dtypes as dt
 from ...ops.matmul import matmul_shape
-from . import launch, runtime
-from .tensor import OpenCLTensor
+from . import _enqueue as enqueue, _runtime as runtime
+from ._tensor import OpenCLTensor
 
 FILE = "matmul.cl"
 # storage codes of matmul.cl
@@ -100,18 +100,18 @@ class Launch:
     def __init__(self, file: str, name: str, options: tuple, items: tuple, local: tuple, *args):
         self.file, self.name, self.options, self.items, self.local = file, name, options, items, local
         self.args = list(args)
-        self.kernel = launch.kernel(file, name, options, args)   # scalar types declared there
+        self.kernel = enqueue.kernel(file, name, options, args)   # scalar types declared there
         self.size = tuple(-(-max(int(i), 1) // g) * g for i, g in zip(items, local))
 
     def enqueue(self) -> None:
-        """Queue the launch (the queue is in order; ``launch.result`` waits), its arguments held
-        until then. A range too large for one launch goes through ``launch.run``, which splits it."""
-        if any(s > launch.CAP for s in self.size[1:]):
-            launch.run(self.file, self.name, self.options, self.items, *self.args, local=self.local)
+        """Queue the launch (the queue is in order; ``enqueue.result`` waits), its arguments held
+        until then. A range too large for one launch goes through ``enqueue.run``, which splits it."""
+        if any(s > enqueue.CAP for s in self.size[1:]):
+            enqueue.run(self.file, self.name, self.options, self.items, *self.args, local=self.local)
             return
         import pyopencl as cl
         self.kernel.set_args(*self.args)
-        launch.hold(tuple(self.args))
+        enqueue.hold(tuple(self.args))
         cl.enqueue_nd_range_kernel(runtime.state().queue, self.kernel, self.size, self.local)
 
 
@@ -173,7 +173,7 @@ def convert_into(src: OpenCLTensor, dst: OpenCLTensor, offset: int = 0, accumula
         return
     options = (f"-DACC_CODE={ACC_CODES[compute_dtype(dst.dtype)]}", f"-DS_CODE={CODES[src.dtype]}",
                f"-DC_CODE={CODES[dst.dtype]}")
-    Launch(FILE, "convert_copy", options, (src.size,), (launch.LOCAL_SIZE,), src.buffer, dst.buffer,
+    Launch(FILE, "convert_copy", options, (src.size,), (enqueue.LOCAL_SIZE,), src.buffer, dst.buffer,
            np.uint64(src.size), np.uint64(offset), np.int32(accumulate)).enqueue()
 
 
@@ -211,15 +211,15 @@ def _batch_plan(a2, b2, batch, mk, kn, mn):
     return merged
 
 
-def matmul(a, b):
-    ta, stay_a = launch.on_device(a)
-    tb, stay_b = launch.on_device(b)
+def matmul(p, a, b):
+    ta, stay_a = enqueue.on_device(a)
+    tb, stay_b = enqueue.on_device(b)
     stay = stay_a or stay_b
     out_dtype = _result_dtype(ta.dtype, tb.dtype)
     shape = matmul_shape(ta.shape, tb.shape)
-    out = launch.empty(shape, out_dtype, not stay)
+    out = enqueue.empty(shape, out_dtype, not stay)
     if out.size == 0:
-        return launch.result(out, stay)
+        return enqueue.result(out, stay)
     a2 = (1,) + ta.shape if ta.ndim == 1 else ta.shape
     b2 = tb.shape + (1,) if tb.ndim == 1 else tb.shape
     m, k, n = a2[-2], a2[-1], b2[-1]
@@ -233,30 +233,27 @@ def matmul(a, b):
         offsets = tuple(sum(i * d[j] for i, d in zip(index, outer)) for j in (1, 2, 3))
         gemm(ta, tb, out, m, n, k, lda=k, ldb=n, ldc=n, acc=accumulator(out_dtype), offsets=offsets,
              batch=(b1, b2_), a_strides=(sa1, sa2), b_strides=(sb1, sb2), c_strides=(sc1, sc2))
-    return launch.result(out, stay)
+    return enqueue.result(out, stay)
 
 
 def transposed(w: OpenCLTensor, compute) -> OpenCLTensor:
     """A (K, N) copy in ``compute`` of a weight ``w`` stored (N, K)."""
     rows, cols = w.shape
-    out = launch.empty((cols, rows), compute)
+    out = enqueue.empty((cols, rows), compute)
     transpose_into(w, out, rows)
     return out
 
 
-def linear(x, weight, bias):
-    tx, stay_x = launch.on_device(x)
-    tw, stay_w = launch.on_device(weight)
-    tb, stay_b = launch.on_device(bias) if bias is not None else (None, False)
+def linear(p, x, weight, bias):
+    tx, stay_x = enqueue.on_device(x)
+    tw, stay_w = enqueue.on_device(weight)
+    tb, stay_b = enqueue.on_device(bias) if bias is not None else (None, False)
     stay = stay_x or stay_w or stay_b
     n, k = tw.shape
-    out = launch.empty(tx.shape[:-1] + (n,), tx.dtype, not stay)
+    out = enqueue.empty(tx.shape[:-1] + (n,), tx.dtype, not stay)
     if out.size:
         compute = compute_dtype(tx.dtype)
         m = math.prod(tx.shape[:-1])
         gemm(tx, transposed(tw, compute), out, m, n, k, lda=k, ldb=n, ldc=n, acc=compute,
              bias=tb if tb is not None and tb.size else None)
-    return launch.result(out, stay)
-
-
-KERNELS = {"matmul": matmul, "linear": linear}
+    return enqueue.result(out, stay)

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from . import launch
-from .tensor import OpenCLTensor, to_numpy
+from . import _enqueue as enqueue
+from ._tensor import OpenCLTensor, to_numpy
 
 
 def _parameter(value, compute):
@@ -19,21 +19,18 @@ def _parameter(value, compute):
         if value.dtype == compute:
             return value.buffer
         value = to_numpy(value)
-    return launch.upload(np.asarray(value).astype(compute).reshape(-1))
+    return enqueue.upload(np.asarray(value).astype(compute).reshape(-1))
 
 
-def layer_norm(x, normalized_shape, weight, bias, eps):
-    tx, stay = launch.on_device(x)
+def layer_norm(p, x, normalized_shape, weight, bias, eps):
+    tx, stay = enqueue.on_device(x)
     stay = stay or isinstance(weight, OpenCLTensor) or isinstance(bias, OpenCLTensor)
-    out = launch.empty(tx.shape, tx.dtype, not stay)
+    out = enqueue.empty(tx.shape, tx.dtype, not stay)
     if tx.size:
         features = math.prod(normalized_shape)
         compute = np.dtype(np.float64 if tx.dtype == np.float64 else np.float32)
-        launch.run("normalization.cl", "layer_norm", launch.float_options(tx.dtype), tx.size // features,
+        enqueue.run("normalization.cl", "layer_norm", enqueue.float_options(tx.dtype), tx.size // features,
                    tx.buffer, out.buffer, np.uint64(tx.size // features), np.uint64(features),
                    _parameter(weight, compute), _parameter(bias, compute),
                    np.int32(weight is not None), np.int32(bias is not None), compute.type(eps))
-    return launch.result(out, stay)
-
-
-KERNELS = {"layer_norm": layer_norm}
+    return enqueue.result(out, stay)

@@ -2,17 +2,17 @@
 strided layout of ``strided.py`` (dimensions contiguous in both input and output merged)."""
 from __future__ import annotations
 
-from . import launch, strided
+from . import _enqueue as enqueue, _strided as strided
 
 
-def permute_contiguous(x, dims):
-    tx, stay = launch.on_device(x)
+def permute_contiguous(p, x, dims):
+    tx, stay = enqueue.on_device(x)
     shape = tuple(tx.shape[d] for d in dims)
-    out = launch.empty(shape, tx.dtype, not stay)
+    out = enqueue.empty(shape, tx.dtype, not stay)
     if tx.size:
         source = strided.contiguous_strides(tx.shape)
         copy(tx, out, shape, [source[d] for d in dims], strided.contiguous_strides(shape))
-    return launch.result(out, stay)
+    return enqueue.result(out, stay)
 
 
 def copy(src, dst, shape, src_strides, dst_strides, src_offset=0, dst_offset=0) -> None:
@@ -21,8 +21,5 @@ def copy(src, dst, shape, src_strides, dst_strides, src_offset=0, dst_offset=0) 
     lay = strided.layout(shape, [src_strides, dst_strides], [src_offset, dst_offset])
     wide = lay.unit_width(steps=(1,))   # contiguous rows: 16 words a work item
     items, local = lay.range_and_group(16 if wide else 1)
-    launch.run("permute.cl", "strided_copy16" if wide else "strided_copy", launch.word_options(src.dtype),
+    enqueue.run("permute.cl", "strided_copy16" if wide else "strided_copy", enqueue.word_options(src.dtype),
                items, src.buffer, dst.buffer, *lay.args(), local=local)
-
-
-KERNELS = {"permute_contiguous": permute_contiguous}

@@ -14,7 +14,7 @@ import numpy as np
 
 from ...engine import dtypes as dt
 from ...ops.pooling import avg_divisor, geometry, max_window_bounds
-from . import launch
+from . import _enqueue as enqueue
 
 # integer comparison key per dtype (pooling.cl's INT_KEY); bool compares as uchar
 _INT_KEY = {dt.int8: 1, dt.uint8: 2, dt.bool_: 2, dt.int32: 3, dt.int64: 4}
@@ -45,34 +45,34 @@ def _launch16(name, g, planes, options, buffers, extra, tail=()) -> None:
     """The 16-column float kernels: geometry as scalar arguments, one item per 16 output columns."""
     out_d, out_h, out_w = _three(g.out, 1)
     blocks = -(-out_w // 16)
-    lx, ly = launch.group(blocks, out_h, widest=16, items=64)
+    lx, ly = enqueue.group(blocks, out_h, widest=16, items=64)
     geometry_args = _three(g.spatial, 1) + [out_d, out_h, out_w, planes] + _three(g.stride, 1) + _three(g.padding, 0)
-    launch.run("pooling.cl", name, options, (blocks, out_h, planes * out_d), *buffers,
+    enqueue.run("pooling.cl", name, options, (blocks, out_h, planes * out_d), *buffers,
                *[np.int64(v) for v in geometry_args + extra], *tail, local=(lx, ly, 1))
 
 
-def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    tx, stay = launch.on_device(x)
+def avg_pool2d(p, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    tx, stay = enqueue.on_device(x)
     g = geometry(tx.shape, kernel_size, stride, padding, None, ceil_mode)
-    out = launch.empty(tuple(tx.shape[:tx.ndim - len(g.out)]) + g.out, tx.dtype, not stay)
+    out = enqueue.empty(tuple(tx.shape[:tx.ndim - len(g.out)]) + g.out, tx.dtype, not stay)
     if out.size:
         divisor = avg_divisor(g, count_include_pad, divisor_override).astype(np.int64).ravel()
         planes = out.size // math.prod(g.out)
-        _launch16("avg_pool16", g, planes, launch.float_options(tx.dtype), (tx.buffer, out.buffer),
-                  _three(g.kernel, 1), (launch.upload(divisor),))
-    return launch.result(out, stay)
+        _launch16("avg_pool16", g, planes, enqueue.float_options(tx.dtype), (tx.buffer, out.buffer),
+                  _three(g.kernel, 1), (enqueue.upload(divisor),))
+    return enqueue.result(out, stay)
 
 
-def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    tx, stay = launch.on_device(x)
+def max_pool2d(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    tx, stay = enqueue.on_device(x)
     g = geometry(tx.shape, kernel_size, stride, padding, dilation, ceil_mode)
     shape = tuple(tx.shape[:tx.ndim - len(g.out)]) + g.out
-    out = launch.empty(shape, tx.dtype, not stay)
-    index = launch.empty(shape, np.int64, not stay) if return_indices else None
+    out = enqueue.empty(shape, tx.dtype, not stay)
+    index = enqueue.empty(shape, np.int64, not stay) if return_indices else None
     if out.size:
         dtype = np.dtype(tx.dtype)
-        options = launch.word_options(dtype)
-        options += (f"-DINT_KEY={_INT_KEY[dtype]}",) if dtype in _INT_KEY else launch.float_options(dtype)
+        options = enqueue.word_options(dtype)
+        options += (f"-DINT_KEY={_INT_KEY[dtype]}",) if dtype in _INT_KEY else enqueue.float_options(dtype)
         buffers = (tx.buffer, out.buffer)
         if return_indices:
             options += ("-DWITH_INDEX=1",)
@@ -82,14 +82,15 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
                 return max_window_bounds(g.spatial[dim], g.out[dim], g.kernel[dim], g.stride[dim],
                                          g.padding[dim], g.dilation[dim])
             dims, lo, hi = _tables(g, bounds, g.dilation)
-            launch.run("pooling.cl", "max_pool", options, out.size, *buffers, np.uint64(out.size),
-                       launch.upload(dims), launch.upload(lo), launch.upload(hi))
+            enqueue.run("pooling.cl", "max_pool", options, out.size, *buffers, np.uint64(out.size),
+                       enqueue.upload(dims), enqueue.upload(lo), enqueue.upload(hi))
         else:
             _launch16("max_pool16", g, out.size // math.prod(g.out), options, buffers,
                       _three(g.dilation, 1) + _three(g.kernel, 1))
-    values = launch.result(out, stay)
-    return (values, launch.result(index, stay)) if return_indices else values
+    values = enqueue.result(out, stay)
+    return (values, enqueue.result(index, stay)) if return_indices else values
 
 
 # 2-D and 3-D take the same keyword arguments: one function serves both ranks.
-KERNELS = {"avg_pool2d": _avg_pool, "avg_pool3d": _avg_pool, "max_pool2d": _max_pool, "max_pool3d": _max_pool}
+avg_pool3d = avg_pool2d
+max_pool3d = max_pool2d

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ...engine import dtypes as dt
 from ...ops.select import broadcast_value_shapes
-from . import launch, strided
+from . import _enqueue as enqueue, _strided as strided
 
 
 def _strides(shape, out_shape) -> list:
@@ -18,22 +18,19 @@ def _strides(shape, out_shape) -> list:
     return [0 if n == 1 else s for n, s in zip(own, strided.contiguous_strides(own))]
 
 
-def select(cond, then, else_, auto_broadcast):
+def select(p, cond, then, else_, auto_broadcast):
     dtype = dt.result_type(then.dtype, else_.dtype)
     shape = broadcast_value_shapes(then.shape, else_.shape)
-    tc, cond_stays = launch.on_device(cond)
-    tt, then_stays = launch.promoted(then, dtype)
-    te, else_stays = launch.promoted(else_, dtype)
+    tc, cond_stays = enqueue.on_device(cond)
+    tt, then_stays = enqueue.promoted(then, dtype)
+    te, else_stays = enqueue.promoted(else_, dtype)
     stay = cond_stays or then_stays or else_stays
-    out = launch.empty(shape, dtype, not stay)
+    out = enqueue.empty(shape, dtype, not stay)
     if out.size:
         lay = strided.layout(shape, [_strides(t.shape, shape) for t in (tc, tt, te)]
                              + [strided.contiguous_strides(shape)])
         wide = lay.unit_width()   # every operand contiguous or broadcast along the width
         items, local = lay.range_and_group(16 if wide else 1)
-        launch.run("select.cl", "select_words16" if wide else "select_words", launch.word_options(dtype), items,
+        enqueue.run("select.cl", "select_words16" if wide else "select_words", enqueue.word_options(dtype), items,
                    tc.buffer, tt.buffer, te.buffer, out.buffer, *lay.args(), local=local)
-    return launch.result(out, stay)
-
-
-KERNELS = {"select": select}
+    return enqueue.result(out, stay)

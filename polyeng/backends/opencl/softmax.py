@@ -10,35 +10,32 @@ import math
 
 import numpy as np
 
-from . import launch
+from . import _enqueue as enqueue
 
 UNROLLED = 64
 
 
 def _run(x, axis, log):
-    tx, stay = launch.on_device(x)
-    out = launch.empty(tx.shape, tx.dtype, not stay)
+    tx, stay = enqueue.on_device(x)
+    out = enqueue.empty(tx.shape, tx.dtype, not stay)
     if tx.size:
         shape = tx.shape or (1,)   # a 0-d input is one row of one element
         outer, n, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
-        options = launch.float_options(tx.dtype) + ((f"-DN={n}",) if n <= UNROLLED else ())
+        options = enqueue.float_options(tx.dtype) + ((f"-DN={n}",) if n <= UNROLLED else ())
         if inner == 1:
-            launch.run("softmax.cl", "softmax_rows", options, outer, tx.buffer, out.buffer,
+            enqueue.run("softmax.cl", "softmax_rows", options, outer, tx.buffer, out.buffer,
                        np.uint64(outer), np.uint64(n), np.int32(log), local=64)
         else:
             options += ("-DLOG_FORM=1",) if log else ()
-            launch.run("softmax.cl", "softmax_lanes", options, (-(-inner // 16), outer),
+            enqueue.run("softmax.cl", "softmax_lanes", options, (-(-inner // 16), outer),
                        tx.buffer, out.buffer, np.uint64(outer), np.uint64(n), np.uint64(inner),
                        local=(16, 1))
-    return launch.result(out, stay)
+    return enqueue.result(out, stay)
 
 
-def softmax(x, axis):
+def softmax(p, x, axis):
     return _run(x, axis, False)
 
 
-def log_softmax(x, axis):
+def log_softmax(p, x, axis):
     return _run(x, axis, True)
-
-
-KERNELS = {"softmax": softmax, "log_softmax": log_softmax}

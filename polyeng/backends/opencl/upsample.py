@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.upsample import bilinear_coordinates, nearest_indices, opmath_dtype
-from . import launch
+from . import _enqueue as enqueue
 
 
 RUN = 16          # outputs per work item along a row (upsample.cl's RUN)
@@ -50,10 +50,10 @@ def _repeat(index_w: np.ndarray, in_w: int) -> int:
     return 0
 
 
-def upsample_nearest(x, size, scale_factor):
-    tx, stay = launch.on_device(x)
+def upsample_nearest(p, x, size, scale_factor):
+    tx, stay = enqueue.on_device(x)
     tables = nearest_indices({"x": tx, "size": size, "scale_factor": scale_factor})
-    out = launch.empty(tx.shape[:2] + tuple(len(t) for t in tables), tx.dtype, not stay)
+    out = enqueue.empty(tx.shape[:2] + tuple(len(t) for t in tables), tx.dtype, not stay)
     if out.size:
         pad = 3 - len(tables)
         id_, ih, iw = [1] * pad + list(tx.shape[2:])
@@ -61,21 +61,21 @@ def upsample_nearest(x, size, scale_factor):
         ow, oh, depth = len(index_w), len(index_h), len(index_d)
         planes = tx.shape[0] * tx.shape[1] * depth
         items, local = _range(ow, oh, planes)
-        options = launch.word_options(tx.dtype) + (f"-DREPEAT={_repeat(index_w, iw)}",)
-        launch.run("upsample.cl", "upsample_nearest", options, items,
+        options = enqueue.word_options(tx.dtype) + (f"-DREPEAT={_repeat(index_w, iw)}",)
+        enqueue.run("upsample.cl", "upsample_nearest", options, items,
                    tx.buffer, out.buffer, np.uint64(ow), np.uint64(oh), np.uint64(depth), np.uint64(planes),
                    np.uint64(iw), np.uint64(ih * iw), np.uint64(id_ * ih * iw),
-                   *[launch.upload(_indices(t)) for t in (index_d, index_h, index_w)], local=local)
-    return launch.result(out, stay)
+                   *[enqueue.upload(_indices(t)) for t in (index_d, index_h, index_w)], local=local)
+    return enqueue.result(out, stay)
 
 
-def upsample_bilinear2d(x, size, scale_factor, align_corners):
-    tx, stay = launch.on_device(x)
+def upsample_bilinear2d(p, x, size, scale_factor, align_corners):
+    tx, stay = enqueue.on_device(x)
     args = {"x": tx, "size": size, "scale_factor": scale_factor, "align_corners": align_corners}
     (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = bilinear_coordinates(args, tx.dtype)
     n, c, ih, iw = tx.shape
     oh, ow, planes = len(h0), len(w0), n * c
-    out = launch.empty((n, c, oh, ow), tx.dtype, not stay)
+    out = enqueue.empty((n, c, oh, ow), tx.dtype, not stay)
     if out.size:
         real = opmath_dtype(tx.dtype)
         # the source rows some output reads, and each output row's two among them
@@ -83,18 +83,15 @@ def upsample_bilinear2d(x, size, scale_factor, align_corners):
         read[h0] = read[h1] = True
         used = np.flatnonzero(read)
         slot = np.cumsum(read) - 1
-        index = launch.upload(_indices(used, slot[h0], slot[h1], w0, w1))
-        weight = launch.upload(np.concatenate([lh0, lh1, lw0, lw1]).astype(real, copy=False))
-        rows = launch.empty((planes, len(used), ow), real)
-        options = launch.float_options(tx.dtype)
+        index = enqueue.upload(_indices(used, slot[h0], slot[h1], w0, w1))
+        weight = enqueue.upload(np.concatenate([lh0, lh1, lw0, lw1]).astype(real, copy=False))
+        rows = enqueue.empty((planes, len(used), ow), real)
+        options = enqueue.float_options(tx.dtype)
         sizes = (np.uint64(ow), np.uint64(oh), np.uint64(len(used)), np.uint64(planes))
         items, local = _range(ow, len(used), planes)
-        launch.run("upsample.cl", "bilinear_rows", options, items, tx.buffer, rows.buffer, *sizes,
+        enqueue.run("upsample.cl", "bilinear_rows", options, items, tx.buffer, rows.buffer, *sizes,
                    np.uint64(iw), np.uint64(ih * iw), index, weight, local=local)
         items, local = _range(ow, oh, planes)
-        launch.run("upsample.cl", "bilinear_cols", options, items, rows.buffer, out.buffer, *sizes, index, weight,
+        enqueue.run("upsample.cl", "bilinear_cols", options, items, rows.buffer, out.buffer, *sizes, index, weight,
                    local=local)
-    return launch.result(out, stay)
-
-
-KERNELS = {"upsample_nearest": upsample_nearest, "upsample_bilinear2d": upsample_bilinear2d}
+    return enqueue.result(out, stay)

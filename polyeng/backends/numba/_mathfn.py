@@ -25,7 +25,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from .storage import bits_f32, f32_bits
+from ._storage import bits_f32, f32_bits
 
 # Globals of numpy f32 type are frozen into the code as f32 constants: a Python float
 # literal would be typed f64 and promote the whole expression to f64.

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ...engine import dtypes as dt
-from . import runtime
-from .tensor import OpenCLTensor, aligned_empty, from_numpy, to_numpy, wrap
+from . import _runtime as runtime
+from ._tensor import OpenCLTensor, aligned_empty, from_numpy, to_numpy, wrap
 
 _HERE = Path(__file__).resolve().parent
 _sources: dict = {}
@@ -130,9 +130,9 @@ class guarded:
     def __init__(self, fn):
         self.fn = fn
 
-    def __call__(self, **kwargs):
+    def __call__(self, prepared, **kwargs):
         try:
-            return self.fn(**kwargs)
+            return self.fn(prepared, **kwargs)
         except BaseException:
             try:
                 _finish_and_release()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import launch
+from . import _enqueue as enqueue
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,10 @@ class Layout:
     bases: tuple    # per operand: int64 array, the offset of each row
 
     def range_and_group(self, per_item: int = 1) -> tuple[tuple, tuple]:
-        """(items, local) for ``launch.run`` with ``per_item`` adjacent elements of a row per work
+        """(items, local) for ``enqueue.run`` with ``per_item`` adjacent elements of a row per work
         item: whole rows grouped, up to 256 items a group."""
         blocks = -(-self.width // per_item)
-        lx, ly = launch.group(blocks, self.height)
+        lx, ly = enqueue.group(blocks, self.height)
         return (blocks, self.height, self.rows), (lx, ly, 1)
 
     def unit_width(self, steps=(0, 1)) -> bool:
@@ -41,7 +41,7 @@ class Layout:
         inner strides and its row table."""
         out = [np.uint64(self.width), np.uint64(self.height), np.uint64(self.rows)]
         for (s0, s1), base in zip(self.inner, self.bases):
-            out += [np.int64(s0), np.int64(s1), launch.upload(base)]
+            out += [np.int64(s0), np.int64(s1), enqueue.upload(base)]
         return out
 
 

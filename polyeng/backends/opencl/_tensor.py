@@ -22,7 +22,7 @@ class OpenCLTensor:
 
     def __init__(self, buffer, shape, dtype, host=None):
         self.buffer, self.shape, self.dtype = buffer, tuple(int(s) for s in shape), np.dtype(dtype)
-        self.host = host   # the numpy array a zero-copy buffer lives in (launch.py), else None
+        self.host = host   # the numpy array a zero-copy buffer lives in (enqueue.py), else None
 
     @property
     def size(self) -> int:
@@ -42,7 +42,7 @@ class OpenCLTensor:
         return self.shape[0]
 
     def __repr__(self) -> str:
-        from .runtime import state
+        from ._runtime import state
         device = state().device.name.strip()
         return f"OpenCLTensor(shape={self.shape}, dtype={short_name(self.dtype)}, device={device!r})"
 
@@ -58,7 +58,7 @@ def aligned_empty(shape, dtype) -> np.ndarray:
     """An uninitialized C-ordered array whose data starts on the device's base address
     alignment (at least ``ALIGN`` bytes), so a buffer made on it is used in place rather than
     shadowed by a driver copy (numpy aligns to 16 bytes)."""
-    from .runtime import state
+    from ._runtime import state
     align = max(ALIGN, int(state().device.mem_base_addr_align) // 8)
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
@@ -71,7 +71,7 @@ def wrap(array: np.ndarray, read_only: bool = False) -> OpenCLTensor:
     """A tensor whose buffer lives in ``array`` (C-contiguous, aligned), on a device sharing the
     host's memory: kernels read and write the array itself."""
     import pyopencl as cl
-    from .runtime import state
+    from ._runtime import state
     flags = (cl.mem_flags.READ_ONLY if read_only else cl.mem_flags.READ_WRITE) | cl.mem_flags.USE_HOST_PTR
     return OpenCLTensor(cl.Buffer(state().context, flags, hostbuf=array), array.shape, array.dtype, host=array)
 
@@ -82,7 +82,7 @@ def from_numpy(x: np.ndarray) -> OpenCLTensor:
     backs large arrays with huge pages, which the kernels then read faster than the driver's
     own allocations."""
     import pyopencl as cl
-    from .runtime import state
+    from ._runtime import state
     x = np.asarray(x)
     if x.nbytes == 0:
         return OpenCLTensor(None, x.shape, x.dtype)
@@ -101,7 +101,7 @@ def from_numpy(x: np.ndarray) -> OpenCLTensor:
 def to_numpy(t: OpenCLTensor) -> np.ndarray:
     """Copy ``t`` back to a new numpy array (one device-to-host transfer)."""
     import pyopencl as cl
-    from .runtime import state
+    from ._runtime import state
     out = np.empty(t.shape, t.dtype)
     if t.buffer is not None and out.nbytes:
         cl.enqueue_copy(state().queue, out, t.buffer, is_blocking=True)
