@@ -1,4 +1,4 @@
-"""OpenCL device tensors (SPEC §7): round trips, the layout step's host transfer when the
+"""OpenCL device tensors: round trips, the layout step's host transfer when the
 owning engine has no kernel for an op, errors, and the OpenCL program cache."""
 import logging
 from concurrent.futures import ThreadPoolExecutor

@@ -30,8 +30,9 @@ _CODES = {0: Category.ALLOW, 1: Category.FOLLOW, 2: Category.DENY}
 _ACCUMULATION = ("float32", "float64", "bfloat16", "float16")
 
 _lock = threading.Lock()
-_rules: dict[str, dict[int, Callable]] = {}   # op -> level -> func
-_override: contextvars.ContextVar[tuple] = contextvars.ContextVar("polyeng_amp_override", default=())
+# Read directly by the decision cache, which must not reuse a plan while a user rule may apply.
+user_rules: dict[str, dict[int, Callable]] = {}   # op -> level -> func
+override: contextvars.ContextVar[tuple] = contextvars.ContextVar("polyeng_amp_override", default=())
 
 
 def _check_op(op_name) -> str:
@@ -54,7 +55,7 @@ def register_mixed_precision_conversion(op_name, func=None, level=10):
     if not callable(func):
         raise TypeError(f"func={func!r}: expected a callable (call, mixed_dtype) -> (category, acc, out)")
     with _lock:
-        _rules.setdefault(op_name, {})[level] = func
+        user_rules.setdefault(op_name, {})[level] = func
     return func
 
 
@@ -62,15 +63,15 @@ def unregister_mixed_precision_conversion(op_name, level=10) -> None:
     """Remove the rule registered for ``op_name`` at ``level`` (the built-in level 0 stays)."""
     _check_op(op_name)
     with _lock:
-        if level == 0 or level not in _rules.get(op_name, {}):
+        if level == 0 or level not in user_rules.get(op_name, {}):
             raise ValueError(f"no user rule for {op_name!r} at level={level}")
-        del _rules[op_name][level]
+        del user_rules[op_name][level]
 
 
 class conversion_override(Scoped):
     """Use ``func`` as ``op_name``'s rule inside the ``with`` block only (above every level)."""
 
-    _var = _override
+    _var = override
 
     def __init__(self, op_name, func):
         _check_op(op_name)
@@ -80,12 +81,7 @@ class conversion_override(Scoped):
 
     def _entered_value(self):
         # stacked on what is in effect at entry, so overrides of different ops compose
-        return _override.get() + ((self.op_name, self.func),)
-
-
-def has_user_rule(op_name: str) -> bool:
-    """Whether a registered rule or an active override may change ``op_name``'s rule."""
-    return bool(_rules.get(op_name)) or bool(_override.get())
+        return override.get() + ((self.op_name, self.func),)
 
 
 def default_rule(category: Category) -> Callable:
@@ -100,12 +96,12 @@ def default_rule(category: Category) -> Callable:
 def conversion_for(call, mixed_dtype: str) -> tuple:
     """``(Category, accumulation_dtype, output_dtype)`` for ``call``: override, else highest level."""
     func = None
-    for op_name, candidate in reversed(_override.get()):
+    for op_name, candidate in reversed(override.get()):
         if op_name == call.op:
             func = candidate
             break
     if func is None:
-        levels = _rules.get(call.op)
+        levels = user_rules.get(call.op)
         func = levels[max(levels)] if levels else default_rule(call.spec.category)
     result = func(call, mixed_dtype)
     if not (isinstance(result, tuple) and len(result) == 3):

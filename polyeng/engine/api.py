@@ -14,7 +14,7 @@ def engines() -> list[EngineInfo]:
 
 
 def to_device(x, engine="opencl"):
-    """``x`` copied to a device tensor native to ``engine`` (SPEC §7). Ops on device tensors
+    """``x`` copied to a device tensor native to ``engine``. Ops on device tensors
     run on their engine through the layout step of the selection."""
     from ..ops import _checks as check
     from .settings import check_engine

@@ -22,6 +22,9 @@ _manager: pluggy.PluginManager | None = None
 _registry: Registry | None = None
 _load_failures: dict[str, str] = {}   # entry-point name -> reason
 _duplicates: dict[str, str] = {}      # plugin name -> "engine X is already registered"
+# The device tensor types of the current registry's engines, kept here so that argument
+# validation tells them from array-likes without building or asking the registry.
+native_types: tuple = ()
 
 
 def autoload_enabled() -> bool:
@@ -74,7 +77,7 @@ def registry() -> Registry:
 
 
 def _rebuild() -> None:
-    global _registry
+    global _registry, native_types
     pm = plugin_manager()
     reg = Registry(set(OPS))
     _duplicates.clear()
@@ -101,6 +104,7 @@ def _rebuild() -> None:
     for name, reason in _load_failures.items():
         _add_failure_record(reg, name, reason)
     _registry = reg
+    native_types = reg.native_types()
 
 
 def _add_failure_record(reg: Registry, plugin_name: str, reason: str) -> None:

@@ -8,12 +8,8 @@ import operator
 import numpy as np
 
 from ..engine import dtypes as dt
+from ..engine import plugins
 from ..engine.call import Prepared
-
-
-def _native_types() -> tuple:
-    from ..engine.plugins import registry
-    return registry().native_types()
 
 
 _SUPPORTED = frozenset(dt.SUPPORTED_DTYPES)   # sets: membership is one hash, not a compare per dtype
@@ -27,7 +23,7 @@ def tensor(value, name: str, *, floats_only: bool = False, ranks=None, op: str =
     input's dtype rather than float64).
     """
     if type(value) is not np.ndarray and not isinstance(value, np.ndarray) \
-            and not isinstance(value, _native_types()):
+            and not isinstance(value, plugins.native_types):
         if value is None:
             raise TypeError(f"{name}=None: expected an array")
         try:
@@ -130,7 +126,7 @@ def choice(value, name: str, options) -> str:
 
 
 def same_or_f32(weight, x_dtype, name: str) -> None:
-    """Weights match the input's dtype, or are f32 (SPEC: mixed weights must be f32)."""
+    """Weights match the input's dtype, or are f32 (mixed weights must be f32)."""
     if weight is None:
         return
     wd = np.dtype(weight.dtype)

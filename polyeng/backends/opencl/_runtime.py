@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -29,17 +30,19 @@ class State:
     programs: dict = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    @property
+    # Device properties are queried from the driver once: each query is a driver call, and
+    # launches read them on every call.
+    @functools.cached_property
     def identity(self) -> tuple:
         d = self.device
         return (d.platform.name, d.name, d.vendor, d.driver_version, d.version)
 
-    @property
+    @functools.cached_property
     def unified(self) -> bool:
         """Whether the device works in the host's memory (a CPU device such as PoCL's)."""
         return bool(self.device.host_unified_memory)
 
-    @property
+    @functools.cached_property
     def has_fp64(self) -> bool:
         return "cl_khr_fp64" in self.device.extensions
 

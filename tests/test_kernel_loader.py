@@ -1,0 +1,153 @@
+"""Built-in kernels are found by name, engines are probed only when the priority order reaches
+them, and kernels receive the prepared facts of their call."""
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.backends import _loader
+from polyeng.engine.call import OPS, Prepared
+from polyeng.engine.plugins import registry
+from polyeng.engine.selector import NOT_PROBED
+
+
+def test_every_builtin_kernel_is_the_function_named_after_its_op_in_its_family_file():
+    reg = registry()
+    for engine in ("basic", "numba", "opencl"):
+        for op, spec in OPS.items():
+            kernel = reg.kernel(op, engine)
+            assert kernel is not None and kernel.prepared, (engine, op)
+            module = f"polyeng.backends.{engine}.{spec.family}"
+            fn = kernel.fn
+            if not isinstance(fn, _loader.LazyKernel) and hasattr(fn, "fn"):
+                fn = fn.fn   # OPENCL's guard around each kernel
+            if isinstance(fn, _loader.LazyKernel):
+                assert (fn.module, fn.op) == (module, op)
+                fn = fn.load()
+            assert fn is getattr(sys.modules[module], op), (engine, op)
+
+
+def test_the_source_scan_finds_definitions_and_aliases_but_not_support_names():
+    names = _loader._top_level_names("polyeng.backends.numba.pooling")
+    assert {"avg_pool2d", "avg_pool3d", "max_pool2d", "max_pool3d"} <= names   # 3d is an alias line
+    assert "geometry" not in names
+    assert _loader._top_level_names("polyeng.backends.numba.no_such_family") == frozenset()
+
+
+def test_a_family_file_without_the_function_leaves_the_op_unimplemented(tmp_path, monkeypatch, backends):
+    package = tmp_path / "partial_engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "softmax.py").write_text(textwrap.dedent("""
+        import numpy as np
+
+        def softmax(p, x, axis):
+            e = np.exp(x - x.max(axis=axis, keepdims=True))
+            return e / e.sum(axis=axis, keepdims=True)
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Partial:
+        @polyeng.hookimpl
+        def polyeng_register(self, registry):
+            registry.add_engine("partial")
+            _loader.register_kernels(registry, "partial", "partial_engine")
+    backends(Partial())
+    info = {e.name: e for e in polyeng.engines()}["partial"]
+    assert info.ops == ("softmax",)   # log_softmax shares the family file but is not defined there
+    x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+    with polyeng.compute_eng("partial", fallback=False):
+        np.testing.assert_allclose(polyeng.softmax(x, axis=1), polyeng.softmax(x, axis=1), rtol=1e-6)
+    assert "partial_engine.softmax" in sys.modules
+    decision = polyeng.explain("log_softmax", x)
+    assert {c.engine: c.verdict for c in decision.candidates}["partial"] == "not implemented"
+
+
+def test_kernels_get_the_prepared_facts_of_the_call(backends):
+    seen = []
+
+    class Recording:   # a built-in-style kernel record: called with the prepared facts first
+        @polyeng.hookimpl
+        def polyeng_register(self, registry):
+            from polyeng.engine.registry import KernelRecord
+            registry.add_engine("recording")
+            basic = registry.kernel("max_pool2d", "basic").fn
+            registry.add_kernel_record(KernelRecord("max_pool2d", "recording",
+                                                    lambda p, **args: seen.append(p) or basic(p, **args),
+                                                    prepared=True))
+    backends(Recording())
+    x = np.arange(2 * 7 * 9, dtype=np.float32).reshape(1, 2, 7, 9)
+    call = polyeng.engine.dispatch.make_call(OPS["max_pool2d"], OPS["max_pool2d"].validate(
+        x=x, kernel_size=3, stride=2, padding=1, dilation=1, ceil_mode=True, return_indices=True))
+    p = call.prepared
+    assert isinstance(p, Prepared)
+    assert p.shape == (1, 2, 4, 5) and p.dtype == np.float32
+    assert p.geometry.out == (4, 5) and p.first_index.shape == (4, 5)
+    with polyeng.compute_eng("recording", fallback=False):
+        values, index = polyeng.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, return_indices=True)
+    assert values.shape == p.shape and len(seen) == 1
+    assert seen[0].geometry == p.geometry
+    np.testing.assert_array_equal(seen[0].first_index, p.first_index)
+
+
+def test_limits_of_a_kernel_reject_at_the_special_argument_step(backends):
+    def reject_axis_0(call):
+        return "axis 0 unsupported" if call.args["axis"] == 0 else None
+
+    @_loader.limit(reject_axis_0)
+    def softmax(p, x, axis):
+        raise AssertionError("never called for axis 0")
+
+    class Limited:
+        @polyeng.hookimpl
+        def polyeng_register(self, registry):
+            registry.add_engine("limited")
+            registry.add_kernel("softmax", "limited", softmax, accepts=softmax.accepts)
+    backends(Limited())
+    x = np.ones((2, 3), np.float32)
+    with polyeng.compute_eng("limited"):
+        decision = polyeng.explain("softmax", x, axis=0)
+    assert decision.step == "special-argument"
+    assert {c.engine: (c.verdict, c.reason) for c in decision.candidates}["limited"] == \
+        ("rejected", "axis 0 unsupported")
+
+
+FIRST_CALL = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import polyeng
+    y = polyeng.softmax(np.ones(8, np.float32))
+    decision = polyeng.explain("softmax", np.ones(8, np.float32))
+    print(json.dumps({"numba": "numba" in sys.modules, "pyopencl": "pyopencl" in sys.modules,
+                      "sum": float(y.sum()), "verdicts": [c.verdict for c in decision.candidates]}))
+""")
+
+
+def test_a_small_call_on_basic_imports_neither_numba_nor_pyopencl():
+    done = subprocess.run([sys.executable, "-c", FIRST_CALL], capture_output=True, text=True, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["sum"] == pytest.approx(1.0)
+    # the call ran on BASIC before any other engine was reached, so neither library was imported,
+    # until explain probed every engine
+    assert NOT_PROBED not in result["verdicts"]
+    done = subprocess.run([sys.executable, "-c", FIRST_CALL.replace(
+        'decision = polyeng.explain("softmax", np.ones(8, np.float32))', "decision = None").replace(
+        '"verdicts": [c.verdict for c in decision.candidates]', '"verdicts": []')],
+        capture_output=True, text=True, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not result["numba"] and not result["pyopencl"]
+
+
+def test_a_run_lists_engines_it_did_not_reach_as_not_probed():
+    from polyeng.engine.dispatch import plan_for
+    x = np.ones(8, np.float32)
+    spec = OPS["softmax"]
+    plan = plan_for(spec, spec.validate(x=x, axis=-1), registry())
+    verdicts = {c.engine: c.verdict for c in plan.decision.candidates}
+    assert verdicts["basic"] == "chosen"
+    assert verdicts["numba"] == verdicts["opencl"] == NOT_PROBED
+    assert all(c.verdict != NOT_PROBED for c in polyeng.explain("softmax", x).candidates)
