@@ -13,18 +13,16 @@ elements whose exact value is (nearly) zero from dividing by nothing.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import polyeng  # noqa: E402
-from polyeng.engine import dtypes as dt  # noqa: E402
-from polyeng.engine.call import map_arrays  # noqa: E402
-from polyeng.ops import OPS  # noqa: E402
-from workload import cases  # noqa: E402
+import polyeng
+from polyeng.cli.workload import cases
+from polyeng.engine import dtypes as dt
+from polyeng.engine.call import map_arrays
+from polyeng.ops import OPS
 
 MODES = ("strict", "tf32", "bf16", "f16")
 STORAGES = (("bf16 storage", polyeng.bfloat16), ("f16 storage", np.float16))

@@ -9,14 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import polyeng  # noqa: E402
-from polyeng.examples import example_calls  # noqa: E402
-from workload import cases  # noqa: E402
+import polyeng
+from polyeng.cli.workload import cases
+from polyeng.examples import example_calls
 
 
 def median_ms(fn, repeat):

@@ -19,12 +19,13 @@ def best_us(fn, number=20000, repeat=7) -> float:
 def overhead(op: str, engine: str, args: dict) -> tuple[float, float]:
     kernel = registry().kernel(op, engine).fn
     validated = OPS[op].validate(**args)
+    prepared = OPS[op].prepare(validated)
     public = getattr(polyeng, op)
     with polyeng.compute_eng(engine, fallback=False):
         public(**args)   # compile or load, and fill the decision cache
-        kernel(**validated)
+        kernel(prepared, **validated)
         full = best_us(lambda: public(**args))
-    direct = best_us(lambda: kernel(**validated))
+    direct = best_us(lambda: kernel(prepared, **validated))
     return full, direct
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import polyeng
-from polyeng.bench_report import Progress
 from polyeng.cli import main
+from polyeng.cli.report import Progress
 
 SMALL = ["bench", "--scale", "0.01", "--repeat", "2", "--quiet"]
 
@@ -126,15 +126,6 @@ def test_bad_options_are_one_line_errors(argv, message, capsys):
     assert main(SMALL + argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("polyeng bench: ") and message in err and "Traceback" not in err
-
-
-def test_missing_workload_is_a_one_line_error(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(polyeng, "__file__", str(tmp_path / "polyeng" / "__init__.py"))
-    monkeypatch.delitem(sys.modules, "polyeng_benchmarks_workload", raising=False)
-    monkeypatch.setitem(sys.modules, "benchmarks", None)
-    assert main(SMALL + ["--cases", "concat"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("polyeng bench: the benchmark workload was not found") and len(err.splitlines()) == 1
 
 
 class _Terminal(io.StringIO):

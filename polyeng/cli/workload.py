@@ -2,7 +2,8 @@
 
 ``cases(scale)`` builds the calls; ``scale < 1`` shrinks the leading (batch-like) dimension
 so the same cases run quickly in tests. Each case also names its PyTorch equivalent (used by
-``polyeng bench``), and ``moved_bytes`` says how many bytes a call reads and writes.
+``polyeng bench``), and ``moved_bytes`` says how many bytes a call reads and writes. The scripts
+in ``benchmarks/`` of a source checkout measure this same workload.
 """
 from __future__ import annotations
 

@@ -1,142 +1,27 @@
-"""``polyeng bench``: time the benchmark workload on each engine and on PyTorch, against copy bandwidth.
+"""One case of ``polyeng bench`` timed: a runner per engine (and per engine on device tensors, and
+PyTorch), each result checked against BASIC's, then interleaved timed rounds beside a plain copy.
 
-The workload lives in ``benchmarks/workload.py`` of a source checkout, defined there once.
-Per case every runner (one per engine, PyTorch, and a plain ``np.copyto`` moving as many bytes
-as the case) is called once to warm up, then ``repeat`` times in a rotating order so that drift
+Every runner is called once to warm up, then ``repeat`` times in a rotating order so that drift
 (clock, other processes) hits all of them alike; the median is reported. An engine with device
 tensors (OPENCL) is timed twice: with numpy arrays in and out (transfers included), and as
 ``engine:device`` with its inputs uploaded before timing and its result left on the device.
 """
 from __future__ import annotations
 
-import contextlib
-import datetime
 import gc
-import importlib
-import importlib.util
 import math
-import os
-import pathlib
-import platform
 import statistics
-import sys
 import time
-from importlib import metadata
 
 import numpy as np
 
 import polyeng
-from .engine import dtypes as dt
+from ..engine import dtypes as dt
+from .workload import moved_bytes
 
-ALL_DTYPES = ("f32", "bf16", "f16")
 # Loose on purpose: the check catches wrong results, not rounding differences between kernels.
 TOLERANCE = {"f32": 1e-3, "f64": 1e-6, "bf16": 5e-2, "f16": 5e-2}
-
-
-class BenchError(Exception):
-    """A bench setting or environment that prevents running; the message is one line for the user."""
-
-
-def load_workload():
-    """The ``workload`` module of the checkout this package was imported from (or one on sys.path)."""
-    path = pathlib.Path(polyeng.__file__).resolve().parent.parent / "benchmarks" / "workload.py"
-    if path.is_file():
-        name = "polyeng_benchmarks_workload"
-        if name not in sys.modules:
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module   # dataclasses look the module up while the file executes
-            spec.loader.exec_module(module)
-        return sys.modules[name]
-    try:
-        return importlib.import_module("benchmarks.workload")
-    except ImportError:
-        raise BenchError(f"the benchmark workload was not found: no {path} and no importable "
-                         "benchmarks.workload; bench runs from a source checkout of polyeng") from None
-
-
-def parse_dtypes(text: str) -> list[str]:
-    names = list(ALL_DTYPES) if text.strip().lower() == "all" else [t.strip() for t in text.split(",") if t.strip()]
-    out = []
-    for name in names:
-        try:
-            dtype = dt.as_dtype(name, "--dtype")
-        except TypeError as exc:
-            raise BenchError(str(exc)) from None
-        if dtype not in dt.FLOAT_DTYPES:
-            raise BenchError(f"--dtype {name}: the workload needs a float dtype (f32, f64, bf16, f16)")
-        out.append(dt.short_name(dtype))
-    if not out:
-        raise BenchError("--dtype is empty; expected e.g. f32, f32,bf16,f16 or all")
-    return out
-
-
-def select_engines(names: str | None, ops: set[str]) -> list[str]:
-    """The engines to time: the named ones, else every available engine implementing one of ``ops``."""
-    records = {e.name.lower(): e for e in polyeng.engines()}
-    if names is None:
-        return [e.name for e in records.values() if e.available and ops & set(e.ops)]
-    chosen = []
-    for name in (n.strip().lower() for n in names.split(",") if n.strip()):
-        if name not in records:
-            raise BenchError(f"--engines {name!r} is not a registered engine; registered: {', '.join(records)}")
-        if not records[name].available:
-            raise BenchError(f"--engines {name!r} is unavailable: {records[name].reason}")
-        chosen.append(records[name].name)
-    return chosen
-
-
-def load_torch(wanted: bool):
-    if not wanted:
-        return None
-    try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
-@contextlib.contextmanager
-def thread_settings(threads: int, torch):
-    """Sets torch's and numba's thread counts for the run; yields what was set, as text."""
-    notes, restore = {}, []
-    if torch is not None:
-        restore.append((torch.set_num_threads, torch.get_num_threads()))
-        torch.set_num_threads(threads)
-        notes["torch"] = str(threads)
-    try:
-        import numba
-    except ImportError:
-        numba = None
-    if numba is not None:
-        limit = numba.config.NUMBA_NUM_THREADS
-        if threads <= limit:
-            restore.append((numba.set_num_threads, numba.get_num_threads()))
-            numba.set_num_threads(threads)
-            notes["numba"] = str(threads)
-        else:
-            notes["numba"] = f"{numba.get_num_threads()} (NUMBA_NUM_THREADS={limit} < {threads})"
-    try:
-        yield notes
-    finally:
-        for setter, value in restore:
-            setter(value)
-
-
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)   # without importing it: torch takes seconds to import
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def header(threads: dict, args) -> dict:
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "cpu_count": os.cpu_count(), "affinity": affinity, "threads": args.threads, "threads_set": threads,
-            "python": platform.python_version(), "numpy": np.__version__, "numba": _version("numba"),
-            "torch": _version("torch"), "polyeng": polyeng.__version__, "machine": platform.machine(),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "scale": args.scale, "repeat": args.repeat, "dtypes": args.dtypes}
+DEVICE_SUFFIX = ":device"
 
 
 def _leaves(value):
@@ -190,12 +75,9 @@ def _error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:160]
 
 
-DEVICE_SUFFIX = ":device"
-
-
 def device_engines() -> set[str]:
     """Engines with device tensors (``polyeng.to_device``): timed once more with inputs already there."""
-    from .engine.plugins import registry
+    from ..engine.plugins import registry
     return {name for name, record in registry().engines.items() if record.to_device is not None}
 
 
@@ -248,11 +130,11 @@ def _runners(case, args, kwargs, engines, torch):
     return runners, errors
 
 
-def measure_case(workload, case, args, kwargs, dtype, engines, torch, repeat, progress=None) -> dict:
+def measure_case(case, args, kwargs, dtype, engines, torch, repeat, progress=None) -> dict:
     """One case: warm-up, correctness against BASIC, then ``repeat`` interleaved timed rounds."""
     with polyeng.compute_eng("basic", fallback=False):
         reference = getattr(polyeng, case.op)(*args, **kwargs)
-    nbytes = workload.moved_bytes(args, kwargs, reference)
+    nbytes = moved_bytes(args, kwargs, reference)
     runners, errors = _runners(case, args, kwargs, engines, torch)
     results = {}
     for name, run in list(runners.items()):
@@ -306,33 +188,3 @@ def measure_case(workload, case, args, kwargs, dtype, engines, torch, repeat, pr
     copy = results.pop("copy")
     return {"case": case.name, "op": case.op, "dtype": dtype, "bytes": nbytes, "copy": copy,
             "engines": results, "errors": errors}
-
-
-def run_bench(args, progress=None) -> dict:
-    """The whole benchmark as a JSON-ready dict: ``header`` and one ``results`` entry per case and dtype.
-
-    ``progress(done, total, label)`` is called as work advances (units: timed rounds).
-    """
-    workload = load_workload()
-    wanted = [c for c in workload.CASES if not args.cases or any(s in c.name for s in args.cases.split(","))]
-    if not wanted:
-        raise BenchError(f"--cases {args.cases!r} matches no case; cases: {', '.join(c.name for c in workload.CASES)}")
-    engines = select_engines(args.engines, {c.op for c in wanted})
-    torch = load_torch(not args.no_torch)
-    total, done, results = len(wanted) * len(args.dtypes) * args.repeat, 0, []
-    with thread_settings(args.threads, torch) as threads, \
-            (torch.no_grad() if torch is not None else contextlib.nullcontext()):
-        info = header(threads, args)
-        for dtype in args.dtypes:
-            for case, call_args, kwargs in workload.cases(args.scale, dt.as_dtype(dtype)):
-                if case not in wanted:
-                    continue
-                label = f"{case.name} {dtype}"
-                if progress:
-                    progress(done, total, label)
-                step = (lambda rep, base=done, label=label: progress(base + rep, total, label)) if progress else None
-                results.append(measure_case(workload, case, call_args, kwargs, dtype, engines, torch,
-                                            args.repeat, step))
-                done += args.repeat
-    timed = [n for name in engines for n in (name, name + DEVICE_SUFFIX) if n == name or name in device_engines()]
-    return {"header": info, "engines": timed + (["torch"] if torch is not None else []), "results": results}

@@ -13,33 +13,25 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def _opencl_devices() -> list[str]:
-    try:
-        import pyopencl as cl
-        platforms = cl.get_platforms()
-    except Exception as exc:
-        return [f"none ({type(exc).__name__}: {exc})"]
-    try:
-        from .backends.opencl.runtime import choose_device
-        chosen = choose_device()
-    except Exception:
-        chosen = None
-    lines = []
-    for i, p in enumerate(platforms):
-        for j, d in enumerate(p.get_devices()):
-            fp64 = "fp64" if "cl_khr_fp64" in d.extensions else "no fp64"
-            mark = "*" if chosen is not None and d == chosen else " "
-            lines.append(f"{mark} {i}:{j} {p.name} | {d.name} | {cl.device_type.to_string(d.type)} | "
-                         f"{d.max_compute_units} CUs | {d.global_mem_size // 2**20} MiB | {fp64}")
-    if lines:
-        lines.append("(* the device polyeng uses; POLYENG_OPENCL_DEVICE=gpu, cpu, P:D or part of a name picks one)")
-    return lines or ["none (platforms report no devices)"]
+def _engine_details(registry) -> list[str]:
+    """What engines say of themselves (OpenCL: its devices), one section each."""
+    out = []
+    for record in registry.engines.values():
+        if record.details is None:
+            continue
+        try:
+            lines = list(record.details())
+        except Exception as exc:   # a plugin's description must not break info
+            lines = [f"(could not be listed: {type(exc).__name__}: {exc})"]
+        title = "OpenCL devices" if record.name == "opencl" else f"{record.name} details"
+        out += ["", f"{title}:"] + [f"  {line}" for line in lines]
+    return out
 
 
 def report() -> str:
     import polyeng
-    from .engine import fpmath, settings, verbose
-    from .engine.plugins import autoload_enabled
+    from ..engine import fpmath, settings, verbose
+    from ..engine.plugins import autoload_enabled, registry
     out = [f"polyeng {polyeng.__version__} on Python {platform.python_version()} ({platform.machine()}, "
            f"{os.cpu_count()} CPUs)",
            "versions: " + ", ".join(f"{d} {_version(d)}" for d in
@@ -48,7 +40,7 @@ def report() -> str:
     for e in polyeng.engines():
         state = "available" if e.available else f"unavailable: {e.reason}"
         out.append(f"  {e.name:<10} {state}; {len(e.ops)} ops{': ' + ', '.join(e.ops) if e.ops else ''}")
-    out += ["", "OpenCL devices:"] + [f"  {line}" for line in _opencl_devices()]
+    out += _engine_details(registry())
     env_eng = os.environ.get(settings.ENV_COMPUTE_ENG)
     out += ["", "defaults:",
             f"  compute engine: {polyeng.get_compute_eng()} "
@@ -57,3 +49,8 @@ def report() -> str:
             f"  verbose level:  {verbose.level()}",
             f"  plugin autoload: {'on' if autoload_enabled() else 'off (POLYENG_DISABLE_PLUGIN_AUTOLOAD)'}"]
     return "\n".join(out)
+
+
+def run(args) -> int:
+    print(report())
+    return 0

@@ -9,7 +9,8 @@ import time
 import numpy as np
 
 import polyeng
-from .examples import example_calls
+from ..examples import example_calls
+from .info import report
 
 
 def _time(fn, repeats: int) -> tuple[object, float]:
@@ -88,7 +89,6 @@ def _engines_used(fn) -> str:
 
 
 def run_demo(repeats: int = 3) -> int:
-    from .info import report
     print(report())
     engines = [e for e in polyeng.engines() if e.available]
     calls = example_calls()
@@ -122,3 +122,7 @@ def run_demo(repeats: int = 3) -> int:
         print(f"  compute_eng({engine!r:<11}) {ms:8.3f} ms   max |diff| vs recommend {_max_diff(out, reference):.2e}"
               f"   predictions {np.argmax(out, axis=-1).tolist()}   calls by engine/step: {used}")
     return 0
+
+
+def run(args) -> int:
+    return run_demo(repeats=args.repeats)
