@@ -1,5 +1,5 @@
-"""Automatic mixed precision: op categories and user rules (see ``polyeng.engine.amp``)."""
-from .engine.amp import (Category, conversion_override, register_mixed_precision_conversion,
+"""Automatic mixed precision: op categories and user rules (see ``polyeng.engine.mixed_precision``)."""
+from .engine.mixed_precision import (Category, conversion_override, register_mixed_precision_conversion,
                          unregister_mixed_precision_conversion)
 
 __all__ = ["Category", "conversion_override", "register_mixed_precision_conversion",

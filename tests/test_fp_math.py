@@ -7,7 +7,7 @@ import pytest
 import polyeng
 from polyeng.amp import Category
 from polyeng.engine import dtypes as dt
-from polyeng.engine.amp import conversion_override, register_mixed_precision_conversion, \
+from polyeng.engine.mixed_precision import conversion_override, register_mixed_precision_conversion, \
     unregister_mixed_precision_conversion
 from polyeng.engine.fpmath import ALLOWED, allowed_compute, round_to_tf32
 

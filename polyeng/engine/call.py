@@ -6,7 +6,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .amp import Category
+from .mixed_precision import Category
 
 
 class Prepared:

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from . import dtypes as dt
-from . import amp, fpmath, verbose
+from . import fpmath, mixed_precision, verbose
 from . import plan_cache
 from .call import Call, OpSpec, map_arrays, op_spec, tensors_of
 from .plan_cache import Plan
@@ -42,7 +42,7 @@ def make_call(spec: OpSpec, args: dict) -> Call:
     call.prepared = spec.prepare(args)
     call.storage_dtype = call.prepared.dtype
     call.fp_math_mode = mode
-    call.category, call.accumulation_dtype, _ = amp.conversion_for(call, fpmath.MIXED_DTYPE[mode])
+    call.category, call.accumulation_dtype, _ = mixed_precision.conversion_for(call, fpmath.MIXED_DTYPE[mode])
     call.allowed_compute = fpmath.allowed_compute(call.category, call.storage_dtype, mode, spec.exact)
     return call
 

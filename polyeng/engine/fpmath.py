@@ -13,7 +13,7 @@ import os
 import numpy as np
 
 from . import dtypes as dt
-from .amp import Category
+from .mixed_precision import Category
 from .scopes import Scoped
 
 ENV_FP_MATH_MODE = "POLYENG_DEFAULT_FP_MATH_MODE"

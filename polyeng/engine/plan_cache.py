@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import amp
+from . import mixed_precision
 
 MAX_ENTRIES = 4096
 _SCALARS = frozenset({int, float, bool, str, type(None), complex})
@@ -41,7 +41,7 @@ def _signature(value):
 
 def key_for(op: str, args: dict, mode, scope):
     """The cache key of a call, or None when the call's decision must not be cached."""
-    if amp.override.get() or amp.user_rules.get(op):   # a user rule may look at anything
+    if mixed_precision.override.get() or mixed_precision.user_rules.get(op):   # a user rule may look at anything
         return None
     try:
         return (op, mode, scope.engine, scope.fallback) + tuple([_signature(v) for v in args.values()])

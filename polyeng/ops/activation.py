@@ -1,5 +1,5 @@
 """gelu (torch.nn.functional.gelu), exact (erf) or with the tanh approximation."""
-from ..engine.amp import Category
+from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check

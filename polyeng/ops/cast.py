@@ -1,5 +1,5 @@
 """cast: convert to a floating-point type with round-to-nearest-even."""
-from ..engine.amp import Category
+from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from ..engine import dtypes as dt

@@ -1,5 +1,5 @@
 """concat: join arrays along an existing axis (torch.cat)."""
-from ..engine.amp import Category
+from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from ..engine import dtypes as dt

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from ..engine.amp import Category
+from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check

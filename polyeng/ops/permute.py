@@ -1,7 +1,7 @@
 """permute_contiguous: a C-contiguous copy of ``x.transpose(dims)``."""
 import numpy as np
 
-from ..engine.amp import Category
+from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from . import _checks as check

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..engine.amp import Category
+from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from . import _checks as check

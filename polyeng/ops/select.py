@@ -1,7 +1,7 @@
 """select: ``cond ? then : else_`` with the two-step broadcasting rule of the select proposal."""
 import numpy as np
 
-from ..engine.amp import Category
+from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from ..engine import dtypes as dt

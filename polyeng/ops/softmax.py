@@ -1,5 +1,5 @@
 """softmax and log_softmax along one axis (torch.softmax / torch.log_softmax)."""
-from ..engine.amp import Category
+from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check

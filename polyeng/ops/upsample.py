@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from ..engine.amp import Category
+from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
 from ..engine import dtypes as dt

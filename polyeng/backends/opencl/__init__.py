@@ -5,7 +5,7 @@ kernel reads 16-bit storage itself, and those computing in floats reject float64
 device lacks cl_khr_fp64 (the ones that only move or convert bits take it anywhere). Modules
 with a leading underscore are the engine's own support code, not op families.
 """
-from ...engine.amp import Category
+from ...engine.mixed_precision import Category
 from ...engine.hookspecs import hookimpl
 from .._loader import register_kernels
 from ._devices import describe
