@@ -1,6 +1,7 @@
 """Shared pytest configuration for the polyeng test suite."""
 from __future__ import annotations
 
+import importlib
 import os
 
 import pytest
@@ -21,12 +22,77 @@ import pytest
 #
 # Under pytest-xdist both guards act in the controlling process only: it checks
 # the engines before any worker starts, and it receives every worker's reports.
+#
+# Engines under test
+#
+# A test that takes the `engine` fixture runs once per engine `polyeng.engines()`
+# lists when the tests are collected, BASIC excepted (the reference the others are
+# compared against); the test ids are the engine names (`-k mirror`). An engine
+# that is unavailable, or lacks an op the test declares with
+# `@pytest.mark.uses_ops("softmax", ...)` (on the test or as the module's
+# `pytestmark`), has that test skipped with the reason.
+#
+# To put a plugin engine under the whole suite, register it before collection:
+#
+#     pytest --polyeng-plugin mypackage.engine:MyEngine      (repeatable)
+#     POLYENG_TEST_PLUGINS=mypackage.engine:MyEngine,other:plugin pytest
+#
+# MODULE:ATTR is imported (tests/ is on the path, so `support:MirrorEngine` works);
+# a class is instantiated, anything else is passed as it is to
+# `polyeng.register_backend`. An engine installed through its entry point is listed
+# without either. `-k <engine name>` selects that engine's tests.
 # ---------------------------------------------------------------------------
 
 REQUIRE_ENGINES_VAR = "POLYENG_REQUIRE_ENGINES"
+TEST_PLUGINS_VAR = "POLYENG_TEST_PLUGINS"
 NOTHING_PASSED_EXIT = pytest.ExitCode.NO_TESTS_COLLECTED
+REFERENCE_ENGINE = "basic"
 
 _passed = {"count": 0}
+_test_plugins: list = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--polyeng-plugin", action="append", default=[], metavar="MODULE:ATTR",
+                     help="register this engine plugin before collection, so the engine tests run "
+                          f"on it too (repeatable; also read from {TEST_PLUGINS_VAR}, comma-separated)")
+
+
+def _plugin_specs(config: pytest.Config) -> list[str]:
+    from_env = os.environ.get(TEST_PLUGINS_VAR, "").split(",")
+    return [spec.strip() for spec in config.getoption("polyeng_plugin") + from_env if spec.strip()]
+
+
+def _load_plugin(spec: str):
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise pytest.UsageError(f"--polyeng-plugin {spec!r}: expected MODULE:ATTR, e.g. support:MirrorEngine")
+    try:
+        plugin = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise pytest.UsageError(f"--polyeng-plugin {spec!r}: {type(exc).__name__}: {exc}") from None
+    return plugin() if isinstance(plugin, type) else plugin
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "uses_ops(*names): the ops a test runs on its `engine`; an engine "
+                                       "lacking one of them has the test skipped")
+    import polyeng
+
+    for spec in _plugin_specs(config):
+        plugin = _load_plugin(spec)
+        try:
+            polyeng.register_backend(plugin)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--polyeng-plugin {spec!r}: {exc}") from None
+        _test_plugins.append(plugin)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import polyeng
+
+    while _test_plugins:
+        polyeng.unregister_backend(_test_plugins.pop())
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -107,11 +173,48 @@ def backends():
         polyeng.unregister_backend(plugin)
 
 
-@pytest.fixture(params=["numba", "opencl"])
-def engine(request):
-    """Each JIT engine in turn, for the test modules shared by NUMBA and OPENCL; skipped where
-    the engine is unavailable (the CI run requires both, see POLYENG_REQUIRE_ENGINES)."""
+def _parametrized_directly(metafunc: pytest.Metafunc, name: str) -> bool:
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = names.split(",")
+        if name in (n.strip() for n in names):
+            return True
+    return False
+
+
+def _skip_reason(record, needed: set) -> str | None:
+    if not record.available:
+        return f"engine {record.name!r} is unavailable: {record.reason}"
+    missing = sorted(needed - set(record.ops))
+    if missing:
+        return f"engine {record.name!r} does not implement {', '.join(missing)}"
+    return None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The `engine` fixture's parameters: every engine registered now except the reference."""
+    if "engine" not in metafunc.fixturenames or _parametrized_directly(metafunc, "engine"):
+        return
     import polyeng
-    if not {e.name: e for e in polyeng.engines()}[request.param].available:
-        pytest.skip(f"{request.param} is unavailable (the CI run requires it)")
+    from polyeng.ops import OPS
+
+    marker = metafunc.definition.get_closest_marker("uses_ops")
+    needed = set(marker.args) if marker is not None else set()
+    if needed - set(OPS):   # a misspelt op would skip the test on every engine
+        raise ValueError(f"uses_ops: unknown op {', '.join(sorted(needed - set(OPS)))}; "
+                         f"expected names from {', '.join(sorted(OPS))}")
+    params = []
+    for record in polyeng.engines():
+        if record.name == REFERENCE_ENGINE:
+            continue
+        reason = _skip_reason(record, needed)
+        params.append(pytest.param(record.name, id=record.name,
+                                   marks=pytest.mark.skip(reason=reason) if reason else ()))
+    metafunc.parametrize("engine", params, indirect=True)
+
+
+@pytest.fixture
+def engine(request):
+    """The name of one engine under test; see "Engines under test" at the top of this file."""
     return request.param

@@ -1,7 +1,11 @@
-"""Test helpers: a fake engine plugin and a fake device tensor type."""
+"""Test helpers: a fake engine plugin, a fake device tensor type, and a plugin engine with
+kernels of its own to run the engine test suite on."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import pytest
 
 import polyeng
 
@@ -69,3 +73,65 @@ def random_values(rng, shape, dtype):
     flat = a.reshape(-1)
     flat[: min(4, flat.size)] = special[: min(4, flat.size)]
     return a
+
+
+def device_tensor_or_skip(x, engine):
+    """``x`` as a device tensor of ``engine``; the calling test is skipped when the engine has
+    no device tensors (``polyeng.to_device`` refuses it with a ValueError)."""
+    try:
+        return polyeng.to_device(x, engine)
+    except ValueError as exc:
+        pytest.skip(str(exc))
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _widened(x):
+    """The array a kernel works on: 16-bit floats in float32. Without ``native_storage`` the
+    dispatcher already hands them over widened and rounds the result back to storage."""
+    return x.astype(np.float32) if x.dtype.itemsize < 4 else x
+
+
+def _shifted(x, axis):
+    x = x.reshape(1) if x.ndim == 0 else x
+    return x - x.max(axis=axis, keepdims=True)
+
+
+class MirrorEngine:
+    """A plugin engine ("mirror") with plain numpy kernels of its own for softmax, log_softmax
+    and gelu; ``pytest --polyeng-plugin support:MirrorEngine`` runs the engine tests on it.
+
+    Kernels take the public op's keyword arguments after validation and return the result in
+    the input's dtype.
+    """
+
+    name = "mirror"
+    ops = ("softmax", "log_softmax", "gelu")
+
+    @polyeng.hookimpl
+    def polyeng_register(self, registry):
+        registry.add_engine(self.name, available=True, reason="", native_type=None)
+        for op in self.ops:
+            registry.add_kernel(op, self.name, getattr(self, op))
+
+    def softmax(self, x, axis):
+        if x.size == 0:
+            return np.empty_like(x)
+        e = np.exp(_shifted(_widened(x), axis))
+        return (e / e.sum(axis=axis, keepdims=True)).reshape(x.shape).astype(x.dtype)
+
+    def log_softmax(self, x, axis):
+        if x.size == 0:
+            return np.empty_like(x)
+        shifted = _shifted(_widened(x), axis)
+        return (shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))).reshape(x.shape).astype(x.dtype)
+
+    def gelu(self, x, approximate):
+        w = _widened(x)
+        if approximate == "tanh":
+            y = 0.5 * w * (1 + np.tanh(math.sqrt(2 / math.pi) * (w + 0.044715 * w ** 3)))
+        else:
+            phi = np.asarray(_erf(w.astype(np.float64) / math.sqrt(2.0)), dtype=np.float64).astype(w.dtype)
+            y = 0.5 * w * (1 + phi)
+        return np.asarray(y).astype(x.dtype)

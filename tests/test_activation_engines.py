@@ -1,11 +1,12 @@
-"""gelu (exact and tanh form) on the JIT engines (NUMBA, OPENCL) against BASIC: odd sizes (whole
-and partial 16-element vectors), special and large values."""
+"""gelu (exact and tanh form) on every engine under test (see conftest) against BASIC: odd sizes
+(whole and partial 16-element vectors), special and large values."""
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
 
+pytestmark = pytest.mark.uses_ops("gelu")
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
 
 

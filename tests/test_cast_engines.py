@@ -1,17 +1,18 @@
-"""cast on the JIT engines (NUMBA, OPENCL) bit for bit against BASIC, for every source dtype and
-target float type.
+"""cast on every engine under test (see conftest) bit for bit against BASIC, for every source
+dtype and target float type.
 
 test_cast_rounding.py sweeps the rounding itself on every engine; this covers the pairs,
 layouts, sizes past a vector or work item's run, integer and special inputs, same-dtype
-copies and, on OPENCL, device-resident inputs.
+copies and, on engines with device tensors (OPENCL), device-resident inputs.
 """
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from support import device_tensor_or_skip
 
-AVAILABLE = {e.name for e in polyeng.engines() if e.available}
+pytestmark = pytest.mark.uses_ops("cast")
 TARGETS = [dt.float16, dt.bfloat16, dt.float32, dt.float64]
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -85,12 +86,11 @@ def test_same_dtype_is_a_copy(engine):
 
 @pytest.mark.parametrize("target", TARGETS, ids=dt.short_name)
 @pytest.mark.parametrize("source", SOURCES, ids=dt.short_name)
-def test_device_inputs_give_device_results(source, target):
-    if "opencl" not in AVAILABLE:
-        pytest.skip("opencl is unavailable (the CI run requires it)")
+def test_device_inputs_give_device_results(engine, source, target):
     x = source_values(source)
-    got = run("opencl", polyeng.to_device(x, "opencl"), target)
-    assert not isinstance(got, np.ndarray) and got.shape == x.shape and got.dtype == target
+    t = device_tensor_or_skip(x, engine)
+    got = run(engine, t, target)
+    assert type(got) is type(t) and got.shape == x.shape and got.dtype == target
     assert_same_bits(polyeng.to_numpy(got), run("basic", x, target))
 
 

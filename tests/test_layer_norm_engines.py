@@ -1,13 +1,15 @@
-"""layer_norm on the JIT engines (NUMBA, OPENCL) against BASIC: multi-dim normalized_shape,
-every weight/bias combination (f32 weights with 16-bit inputs too), eps, constant and offset
-rows, NaN/Inf, signed zeros, rows past a work group, zero-size input."""
+"""layer_norm on every engine under test (see conftest) against BASIC: multi-dim
+normalized_shape, every weight/bias combination (f32 weights with 16-bit inputs too), eps,
+constant and offset rows, NaN/Inf, signed zeros, rows past a work group, zero-size input,
+device-resident inputs on engines that have them."""
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from support import device_tensor_or_skip
 
-AVAILABLE = {e.name for e in polyeng.engines() if e.available}
+pytestmark = pytest.mark.uses_ops("layer_norm")
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
 
 
@@ -82,17 +84,16 @@ def test_zero_size(engine):
 
 
 @pytest.mark.parametrize("where", ["x", "weight", "all"])
-def test_opencl_device_inputs_give_a_device_result(where):
-    if "opencl" not in AVAILABLE:
-        pytest.skip("opencl is unavailable (the CI run requires it)")
+def test_device_inputs_give_a_device_result(engine, where):
     rng = np.random.default_rng(2)
     x = rng.standard_normal((5, 3, 4)).astype(np.float16)
     w, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((3, 4)).astype(np.float16)
     dev = {"x": x, "weight": w, "bias": b}
-    for name in (("x", "weight", "bias") if where == "all" else (where,)):
-        dev[name] = polyeng.to_device(dev[name])
-    y = run("opencl", dev["x"], (3, 4), weight=dev["weight"], bias=dev["bias"])
-    assert type(y).__name__ == "OpenCLTensor" and y.shape == x.shape and y.dtype == np.float16
+    on_device = ("x", "weight", "bias") if where == "all" else (where,)
+    for name in on_device:
+        dev[name] = device_tensor_or_skip(dev[name], engine)
+    y = run(engine, dev["x"], (3, 4), weight=dev["weight"], bias=dev["bias"])
+    assert type(y) is type(dev[on_device[0]]) and y.shape == x.shape and y.dtype == np.float16
     want = run("basic", x, (3, 4), weight=w, bias=b).astype(np.float64)
     np.testing.assert_allclose(polyeng.to_numpy(y).astype(np.float64), want, rtol=16 * eps(np.float16),
                                atol=16 * eps(np.float16) * 8.0)

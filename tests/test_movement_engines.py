@@ -1,15 +1,15 @@
-"""Data movement on the JIT engines (NUMBA, OPENCL) against BASIC: concat, permute_contiguous,
-select and upsample_nearest bit for bit over every dtype width (NaN payloads, -0.0, integer
-extremes), broadcasts, promotion, layouts and shapes the shared engine suite does not try,
-zero-size inputs, and OPENCL's device-resident inputs giving device results."""
+"""Data movement on every engine under test (see conftest) against BASIC: concat,
+permute_contiguous, select and upsample_nearest bit for bit over every dtype width (NaN
+payloads, -0.0, integer extremes), broadcasts, promotion, layouts and shapes the shared engine
+suite does not try, zero-size inputs, and device-resident inputs giving device results on
+engines that have them."""
 import numpy as np
 import pytest
 
 import polyeng
-from support import random_values as values
+from support import device_tensor_or_skip, random_values as values
 from polyeng.engine import dtypes as dt
 
-AVAILABLE = {e.name for e in polyeng.engines() if e.available}
 # one dtype per element width and kind: each exercises a separately compiled kernel
 EXACT_DTYPES = [np.bool_, np.int8, np.uint8, dt.bfloat16, np.float16, np.float32, np.int32, np.int64, np.float64]
 
@@ -28,6 +28,7 @@ def assert_same_bits(engine, op, *args, **kwargs):
     assert actual.tobytes() == np.ascontiguousarray(expected).tobytes()
 
 
+@pytest.mark.uses_ops("upsample_nearest", "permute_contiguous", "concat", "select")
 @pytest.mark.parametrize("dtype", EXACT_DTYPES)
 def test_exact_ops_keep_every_bit(engine, dtype):
     rng = np.random.default_rng(0)
@@ -40,6 +41,7 @@ def test_exact_ops_keep_every_bit(engine, dtype):
     assert_same_bits(engine, "select", rng.random((3, 7, 1)) > 0.5, x, values(rng, (1, 13), dtype))
 
 
+@pytest.mark.uses_ops("upsample_bilinear2d")
 def test_bilinear_large_planes_split_into_row_blocks(engine):
     x = np.random.default_rng(3).standard_normal((1, 1, 40, 31)).astype(np.float32)
     expected = run("basic", "upsample_bilinear2d", x, size=(97, 64))
@@ -47,6 +49,7 @@ def test_bilinear_large_planes_split_into_row_blocks(engine):
     np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-5)
 
 
+@pytest.mark.uses_ops("permute_contiguous")
 @pytest.mark.parametrize("shape,dims", [
     ((5,), (0,)), ((), ()), ((4, 1, 6), (2, 1, 0)), ((1, 1, 1), (2, 0, 1)), ((3, 4, 5, 6, 2), (4, 0, 3, 1, 2)),
     ((2, 3, 4, 5, 6, 7), (5, 4, 3, 2, 1, 0)), ((7, 65, 33), (0, 2, 1)), ((65, 33), (1, 0)), ((3, 1000), (1, 0)),
@@ -56,6 +59,7 @@ def test_permute_shapes(engine, shape, dims):
     assert_same_bits(engine, "permute_contiguous", x, dims)
 
 
+@pytest.mark.uses_ops("permute_contiguous")
 @pytest.mark.parametrize("layout", ["fortran", "moved", "reversed", "broadcast", "strided"])
 def test_permute_layouts(engine, layout):
     base = values(np.random.default_rng(5), (4, 5, 6), np.float32)
@@ -66,6 +70,7 @@ def test_permute_layouts(engine, layout):
         assert_same_bits(engine, "permute_contiguous", x, dims)
 
 
+@pytest.mark.uses_ops("concat")
 @pytest.mark.parametrize("axis", [0, 1, 2, -1])
 def test_concat_axes_zero_size_pieces_and_promotion(engine, axis):
     rng = np.random.default_rng(6)
@@ -80,6 +85,7 @@ def test_concat_axes_zero_size_pieces_and_promotion(engine, axis):
     assert_same_bits(engine, "concat", [np.asfortranarray(pieces[0]), pieces[2][..., ::-1]], axis=axis)
 
 
+@pytest.mark.uses_ops("concat")
 def test_concat_long_rows_split_across_tasks(engine):
     rng = np.random.default_rng(7)
     a, b = values(rng, (3, 70001), np.float32), values(rng, (2, 70001), np.float32)
@@ -88,6 +94,7 @@ def test_concat_long_rows_split_across_tasks(engine):
     assert_same_bits(engine, "concat", [values(rng, (30000, 3), np.int8), values(rng, (30000, 2), np.int8)], axis=1)
 
 
+@pytest.mark.uses_ops("select")
 @pytest.mark.parametrize("cond_shape,then_shape,else_shape", [
     ((2, 3, 4), (2, 3, 4), (2, 3, 4)), ((3, 1), (2, 3, 4), (4,)), ((4,), (2, 1, 4), (3, 1)),
     ((), (5,), ()), ((1, 1), (1, 7), (3, 1)), ((2, 1, 1), (2, 3, 4), (1,)), ((), (), ()),
@@ -99,6 +106,7 @@ def test_select_broadcasting(engine, cond_shape, then_shape, else_shape):
     assert_same_bits(engine, "select", cond, values(rng, then_shape, np.int8), values(rng, else_shape, dt.bfloat16))
 
 
+@pytest.mark.uses_ops("select")
 def test_select_never_leaks_the_unselected_nan_and_keeps_scalars_weak(engine):
     x = np.array([1.0, np.nan, -np.inf, 2.0], np.float16)
     cond = np.array([True, False, True, False])
@@ -109,6 +117,7 @@ def test_select_never_leaks_the_unselected_nan_and_keeps_scalars_weak(engine):
     assert out.dtype == np.float16 and not np.isnan(out).any()
 
 
+@pytest.mark.uses_ops("select")
 def test_select_none_mode_and_scalars(engine):
     rng = np.random.default_rng(2)
     cond, a, b = rng.random((5, 9)) > 0.5, values(rng, (5, 9), dt.bfloat16), values(rng, (5, 9), dt.bfloat16)
@@ -117,6 +126,7 @@ def test_select_none_mode_and_scalars(engine):
     assert_same_bits(engine, "select", cond, 7, values(rng, (5, 9), dt.int8))
 
 
+@pytest.mark.uses_ops("select", "concat")
 @pytest.mark.parametrize("then_dtype,else_dtype", [(dt.float16, dt.bfloat16), (dt.int8, dt.float32),
                                                    (dt.bool_, dt.int32), (dt.uint8, dt.int8),
                                                    (dt.int64, dt.float64), (dt.bfloat16, dt.int32)])
@@ -128,6 +138,7 @@ def test_mixed_dtypes_promote_as_basic(engine, then_dtype, else_dtype):
     assert_same_bits(engine, "concat", [b, a], axis=1)
 
 
+@pytest.mark.uses_ops("concat")
 @pytest.mark.parametrize("shapes,axis", [([(257,), (1,), (3,)], 0), ([(3, 5), (3, 0), (3, 2)], 1),
                                          ([(2, 3, 4), (2, 3, 4)], -1), ([(1, 3, 4), (6, 3, 4)], 0),
                                          ([(2, 3, 5, 7)], 2), ([(2, 0, 3), (2, 0, 3)], 1)])
@@ -136,6 +147,7 @@ def test_concat_shapes(engine, shapes, axis):
     assert_same_bits(engine, "concat", [values(rng, s, dt.float16) for s in shapes], axis=axis)
 
 
+@pytest.mark.uses_ops("upsample_nearest", "concat", "select")
 def test_zero_size_inputs_give_empty_results(engine):
     empty = np.zeros((2, 0, 3), np.float32)
     assert run(engine, "upsample_nearest", empty, scale_factor=2).shape == (2, 0, 6)
@@ -144,20 +156,19 @@ def test_zero_size_inputs_give_empty_results(engine):
     assert out.shape == (0, 4) and out.dtype == np.int32
 
 
-def test_opencl_device_inputs_give_device_results():
-    if "opencl" not in AVAILABLE:
-        pytest.skip("opencl is unavailable (the CI run requires it)")
+@pytest.mark.uses_ops("select", "concat", "upsample_nearest")
+def test_device_inputs_give_device_results(engine):
     rng = np.random.default_rng(7)
     x = values(rng, (2, 3, 4, 5), dt.bfloat16)
-    t = polyeng.to_device(x)
+    t = device_tensor_or_skip(x, engine)
     cond = rng.random((4, 5)) > 0.5
     other = values(rng, (5,), dt.float32)
-    cases = [("select", (cond, t, other), {}), ("select", (polyeng.to_device(cond), x, x), {}),
+    cases = [("select", (cond, t, other), {}), ("select", (polyeng.to_device(cond, engine), x, x), {}),
              ("concat", ([x, t],), {"axis": 1}), ("concat", ([t, other.reshape(1, 1, 1, 5).repeat(4, 2)
                                                               .repeat(3, 1).repeat(2, 0)],), {"axis": 3}),
              ("upsample_nearest", (t,), {"size": (3, 11)})]
     for op, args, kwargs in cases:
-        actual = run("opencl", op, *args, **kwargs)
+        actual = run(engine, op, *args, **kwargs)
         assert type(actual) is type(t)
         host_args = [[polyeng.to_numpy(a) if a is t else a for a in arg] if isinstance(arg, list) else
                      (polyeng.to_numpy(arg) if type(arg) is type(t) else arg) for arg in args]

@@ -1,15 +1,16 @@
-"""The JIT engines' pooling kernels (NUMBA, OPENCL) against BASIC: every option, integer and
+"""Pooling on every engine under test (see conftest) against BASIC: every option, integer and
 bool storage, NaN/Inf and tie rules, odd sizes, unbatched input. Max pooling matches bit for
-bit (values and indices) on both; avg pooling sums the taps in BASIC's order, bit for bit on
-OPENCL and within rounding on NUMBA (which may fuse multiply-adds). OPENCL's device-resident
-inputs stay on the device."""
+bit (values and indices); avg pooling within rounding, and bit for bit on OPENCL, which sums
+the taps in BASIC's order (NUMBA may fuse multiply-adds). Device-resident inputs stay on the
+device on engines that have them."""
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from support import device_tensor_or_skip
 
-AVAILABLE = {e.name for e in polyeng.engines() if e.available}
+BIT_EXACT_AVG = {"opencl"}   # engines whose avg pooling sums the taps as BASIC does
 
 
 FLOATS = [np.float32, np.float64, np.float16, dt.bfloat16]
@@ -72,7 +73,7 @@ def fits(x, kwargs):
 
 
 def assert_avg_equal(engine, actual, expected):
-    if engine == "opencl":
+    if engine in BIT_EXACT_AVG:
         np.testing.assert_array_equal(bits(actual), bits(expected))
     else:
         np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=1e-6, atol=1e-6)
@@ -87,6 +88,7 @@ def assert_max_equal(engine, x, fn, **kwargs):
     np.testing.assert_array_equal(bits(run(engine, fn, x, **kwargs)), bits(expected[0]))
 
 
+@pytest.mark.uses_ops("max_pool2d")
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: np.dtype(d).name)
 def test_max_pool2d_bit_exact(engine, dtype):
     rng = np.random.default_rng(1)
@@ -97,6 +99,7 @@ def test_max_pool2d_bit_exact(engine, dtype):
                 assert_max_equal(engine, x, polyeng.max_pool2d, **kwargs)
 
 
+@pytest.mark.uses_ops("max_pool3d")
 @pytest.mark.parametrize("dtype", [np.float32, dt.bfloat16, np.int8, np.bool_], ids=lambda d: np.dtype(d).name)
 def test_max_pool3d_bit_exact(engine, dtype):
     rng = np.random.default_rng(2)
@@ -108,6 +111,7 @@ def test_max_pool3d_bit_exact(engine, dtype):
     assert_max_equal(engine, x[0], polyeng.max_pool3d, kernel_size=3, stride=2, padding=1)   # unbatched
 
 
+@pytest.mark.uses_ops("max_pool2d")
 def test_max_pool_nan_rule_and_lowest_windows(engine):
     # the last NaN of a window wins; an all -inf window reports its first in-bounds tap
     x = np.array([[1, np.nan, 5, np.nan], [-np.inf, -np.inf, -np.inf, -np.inf]], dtype=np.float32)[None, None]
@@ -117,6 +121,7 @@ def test_max_pool_nan_rule_and_lowest_windows(engine):
     assert_max_equal(engine, x, polyeng.max_pool2d, kernel_size=2, stride=1, padding=1)
 
 
+@pytest.mark.uses_ops("max_pool2d")
 def test_max_pool_non_contiguous_and_large(engine):
     rng = np.random.default_rng(3)
     x = sample(rng, (4, 6, 40, 66), np.float32)[:, ::2, 3:, ::-1]
@@ -125,6 +130,7 @@ def test_max_pool_non_contiguous_and_large(engine):
     assert_max_equal(engine, big, polyeng.max_pool2d, kernel_size=3, stride=2)
 
 
+@pytest.mark.uses_ops("avg_pool2d")
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
 def test_avg_pool2d_matches_basic(engine, dtype):
     rng = np.random.default_rng(4)
@@ -137,6 +143,7 @@ def test_avg_pool2d_matches_basic(engine, dtype):
             assert_avg_equal(engine, actual, expected)
 
 
+@pytest.mark.uses_ops("avg_pool3d")
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
 def test_avg_pool3d_matches_basic(engine, dtype):
     rng = np.random.default_rng(5)
@@ -150,6 +157,7 @@ def test_avg_pool3d_matches_basic(engine, dtype):
         assert_avg_equal(engine, actual, expected)
 
 
+@pytest.mark.uses_ops("avg_pool2d")
 def test_avg_pool_nan_inf_propagate(engine):
     x = np.zeros((1, 1, 4, 4), dtype=np.float32)
     x[0, 0, 0, 0], x[0, 0, 3, 3] = np.nan, np.inf
@@ -157,6 +165,7 @@ def test_avg_pool_nan_inf_propagate(engine):
     assert np.isnan(y[0, 0, 0, 0]) and y[0, 0, 1, 1] == np.inf and y[0, 0, 0, 1] == 0
 
 
+@pytest.mark.uses_ops("max_pool2d", "avg_pool2d")
 def test_zero_size(engine):
     x = np.zeros((0, 3, 8, 8), dtype=np.float32)
     values, index = run(engine, polyeng.max_pool2d, x, 2, return_indices=True)
@@ -164,22 +173,24 @@ def test_zero_size(engine):
     assert run(engine, polyeng.avg_pool2d, x, 2).shape == (0, 3, 4, 4)
 
 
-@pytest.mark.skipif("opencl" not in AVAILABLE, reason="opencl is unavailable (the CI run requires it)")
-def test_device_resident_input_stays_on_device():
-    from polyeng.backends.opencl._tensor import OpenCLTensor, from_numpy, to_numpy
+@pytest.mark.uses_ops("max_pool2d", "avg_pool3d")
+def test_device_resident_input_stays_on_device(engine):
     rng = np.random.default_rng(6)
     x = sample(rng, (2, 3, 9, 11), np.float16)
-    values, index = run("opencl", polyeng.max_pool2d, from_numpy(x), 3, 2, 1, return_indices=True)
-    assert isinstance(values, OpenCLTensor) and isinstance(index, OpenCLTensor)
+    t = device_tensor_or_skip(x, engine)
+    values, index = run(engine, polyeng.max_pool2d, t, 3, 2, 1, return_indices=True)
+    assert type(values) is type(t) and type(index) is type(t)
     expected = run("basic", polyeng.max_pool2d, x, 3, 2, 1, return_indices=True)
-    np.testing.assert_array_equal(bits(to_numpy(values)), bits(expected[0]))
-    np.testing.assert_array_equal(to_numpy(index), expected[1])
+    np.testing.assert_array_equal(bits(polyeng.to_numpy(values)), bits(expected[0]))
+    np.testing.assert_array_equal(polyeng.to_numpy(index), expected[1])
     y = rng.standard_normal((3, 5, 7, 9)).astype(np.float32)
-    avg = run("opencl", polyeng.avg_pool3d, from_numpy(y), 3, 2, 1, count_include_pad=False)
-    assert isinstance(avg, OpenCLTensor)
-    np.testing.assert_array_equal(to_numpy(avg), run("basic", polyeng.avg_pool3d, y, 3, 2, 1, count_include_pad=False))
+    avg = run(engine, polyeng.avg_pool3d, polyeng.to_device(y, engine), 3, 2, 1, count_include_pad=False)
+    assert type(avg) is type(t)
+    assert_avg_equal(engine, polyeng.to_numpy(avg),
+                     run("basic", polyeng.avg_pool3d, y, 3, 2, 1, count_include_pad=False))
 
 
+@pytest.mark.uses_ops("max_pool2d")
 def test_max_pool_raw_16_bit_copy(engine):
     # 16-bit NaN payloads and signs come back as stored
     x = np.array([0x7E01, 0xFE23, 0x3C00, 0xBC00], dtype=np.uint16).view(np.float16).reshape(1, 1, 2, 2)

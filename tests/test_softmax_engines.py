@@ -1,12 +1,15 @@
-"""softmax / log_softmax on the JIT engines (NUMBA, OPENCL) against BASIC: every kernel path
-(contiguous rows with and without a partial vector, lanes with full and partial 16-lane blocks,
-lengths built unrolled and run-time), any axis, 0-d and zero-size input, rows of -inf, +inf,
-NaN and huge values, device-resident inputs."""
+"""softmax / log_softmax on every engine under test (see conftest) against BASIC: every kernel
+path of the JIT engines (contiguous rows with and without a partial vector, lanes with full and
+partial 16-lane blocks, lengths built unrolled and run-time), any axis, 0-d and zero-size input,
+rows of -inf, +inf, NaN and huge values, device-resident inputs on engines that have them."""
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from support import device_tensor_or_skip
+
+pytestmark = pytest.mark.uses_ops("softmax", "log_softmax")
 
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
 OPS = ("softmax", "log_softmax")
@@ -76,6 +79,7 @@ def test_exact_values(engine, op):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.uses_ops("softmax")
 def test_rows_sum_to_one_over_long_axis(engine):
     x = np.random.default_rng(1).standard_normal((3, 5000)).astype(np.float32) * 10
     for axis in (0, 1):
@@ -90,10 +94,9 @@ def test_zero_size_input(engine, op):
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_opencl_device_input_gives_a_device_result(op):
-    if not {e.name: e for e in polyeng.engines()}["opencl"].available:
-        pytest.skip("opencl is unavailable (the CI run requires it)")
+def test_device_input_gives_a_device_result(engine, op):
     x = np.random.default_rng(1).standard_normal((6, 9)).astype(dt.bfloat16)
-    y = run("opencl", op, polyeng.to_device(x), 0)
-    assert type(y).__name__ == "OpenCLTensor" and y.shape == x.shape and y.dtype == dt.bfloat16
+    t = device_tensor_or_skip(x, engine)
+    y = run(engine, op, t, 0)
+    assert type(y) is type(t) and y.shape == x.shape and y.dtype == dt.bfloat16
     assert_close(polyeng.to_numpy(y), run("basic", op, x, 0), x.dtype, 8, 4.0)

@@ -1,19 +1,20 @@
-"""upsample_nearest and upsample_bilinear2d on the JIT engines (NUMBA, OPENCL) against BASIC.
+"""upsample_nearest and upsample_bilinear2d on every engine under test (see conftest) against
+BASIC.
 
-nearest is bit-exact on both for every dtype: integer repeats (the vector paths), gathers,
-1-3 spatial dims, rows shorter and longer than a work item's run or group. bilinear is
-bit-exact on OPENCL (no fused multiply-adds) and within rounding on NUMBA (which may fuse),
-for every float dtype, both corner modes, size and scale_factor, up- and downsampling,
-NaN/Inf. On OPENCL, device-resident inputs give device-resident results.
+nearest is bit-exact for every dtype: integer repeats (the vector paths), gathers, 1-3 spatial
+dims, rows shorter and longer than a work item's run or group. bilinear is within rounding
+(bit-exact on OPENCL, which has no fused multiply-adds; NUMBA may fuse), for every float dtype,
+both corner modes, size and scale_factor, up- and downsampling, NaN/Inf. On engines with
+device tensors, device-resident inputs give device-resident results.
 """
 import numpy as np
 import pytest
 
 import polyeng
-from support import random_values as values
+from support import device_tensor_or_skip, random_values as values
 from polyeng.engine import dtypes as dt
 
-AVAILABLE = {e.name for e in polyeng.engines() if e.available}
+BIT_EXACT_BILINEAR = {"opencl"}   # engines computing BASIC's products and sums in its order
 FLOATS = [np.float32, np.float64, np.float16, dt.bfloat16]
 ALL = FLOATS + [np.int8, np.uint8, np.int32, np.int64, np.bool_]
 
@@ -33,6 +34,7 @@ def assert_same_bits(engine, op, x, **kwargs):
 
 # --- nearest -----------------------------------------------------------------------------------
 
+@pytest.mark.uses_ops("upsample_nearest")
 @pytest.mark.parametrize("dtype", ALL, ids=lambda d: np.dtype(d).name)
 def test_nearest_every_dtype_bit_exact(engine, dtype):
     rng = np.random.default_rng(0)
@@ -42,6 +44,7 @@ def test_nearest_every_dtype_bit_exact(engine, dtype):
         assert_same_bits(engine, "upsample_nearest", x, **resize)
 
 
+@pytest.mark.uses_ops("upsample_nearest")
 @pytest.mark.parametrize("resize", [{"scale_factor": 2}, {"scale_factor": 3}, {"scale_factor": 0.5},
                                     {"scale_factor": 1.2}, {"size": 1}, {"size": 11}])
 @pytest.mark.parametrize("spatial", [(13,), (7, 2), (2, 7), (3, 5, 4)])
@@ -49,6 +52,7 @@ def test_nearest_1d_2d_3d(engine, spatial, resize):
     assert_same_bits(engine, "upsample_nearest", values(np.random.default_rng(1), (2, 3) + spatial, np.float16), **resize)
 
 
+@pytest.mark.uses_ops("upsample_nearest")
 @pytest.mark.parametrize("width", [1, 8, 9, 31, 600])
 def test_nearest_rows_around_runs_and_groups(engine, width):
     # widths x1, x2, x4 and gathered, below, at and past a run of 16 outputs, and rows split
@@ -62,6 +66,7 @@ def test_nearest_rows_around_runs_and_groups(engine, width):
         assert_same_bits(engine, "upsample_nearest", x, size=(3, 2 * width + 1))
 
 
+@pytest.mark.uses_ops("upsample_nearest")
 def test_nearest_per_dim_arguments_and_odd_sizes(engine):
     rng = np.random.default_rng(2)
     assert_same_bits(engine, "upsample_nearest", values(rng, (1, 3, 5, 7, 9), dt.float64), size=(2, 9, 16))
@@ -78,19 +83,23 @@ RESIZES = [{"scale_factor": 2.0}, {"scale_factor": (1.7, 0.6)}, {"size": (1, 13)
 
 def assert_bilinear_matches(engine, x, **kwargs):
     expected = run("basic", "upsample_bilinear2d", x, **kwargs)
-    actual = run(engine, "upsample_bilinear2d", x, **kwargs)
+    assert_bilinear_close(engine, run(engine, "upsample_bilinear2d", x, **kwargs), expected)
+
+
+def assert_bilinear_close(engine, actual, expected):
     assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    if engine == "opencl":
+    if engine in BIT_EXACT_BILINEAR:
         # the same products and sums in the same order, each rounded as numpy rounds it
         nan = np.isnan(expected.astype(np.float64))
         np.testing.assert_array_equal(np.isnan(actual.astype(np.float64)), nan)
         assert actual[~nan].tobytes() == expected[~nan].tobytes()
     else:
-        ulp = 2.0 ** -7 if x.dtype == dt.bfloat16 else float(np.finfo(x.dtype).eps)
+        ulp = 2.0 ** -7 if expected.dtype == dt.bfloat16 else float(np.finfo(expected.dtype).eps)
         np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=2 * ulp,
                                    atol=20 * ulp)
 
 
+@pytest.mark.uses_ops("upsample_bilinear2d")
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("align_corners", [False, True])
 @pytest.mark.parametrize("resize", RESIZES)
@@ -99,6 +108,7 @@ def test_bilinear_matches_basic(engine, dtype, align_corners, resize):
     assert_bilinear_matches(engine, x, align_corners=align_corners, **resize)
 
 
+@pytest.mark.uses_ops("upsample_bilinear2d")
 def test_bilinear_nan_and_inf_propagate(engine):
     x = np.arange(2 * 25, dtype=np.float32).reshape(1, 2, 5, 5)
     x[0, 0, 2, 2], x[0, 1, 0, 0], x[0, 1, 4, 3] = np.nan, np.inf, -np.inf
@@ -110,6 +120,7 @@ def test_bilinear_nan_and_inf_propagate(engine):
         np.testing.assert_array_equal(actual[np.isinf(actual)], expected[np.isinf(expected)])
 
 
+@pytest.mark.uses_ops("upsample_bilinear2d")
 def test_bilinear_long_rows_and_large_planes(engine):
     rng = np.random.default_rng(4)
     x = rng.standard_normal((1, 1, 40, 31)).astype(np.float32)
@@ -119,6 +130,7 @@ def test_bilinear_long_rows_and_large_planes(engine):
     assert_bilinear_matches(engine, wide[:, :, :, ::-1], size=(5, 333), align_corners=True)
 
 
+@pytest.mark.uses_ops("upsample_nearest", "upsample_bilinear2d")
 @pytest.mark.parametrize("op,kwargs", [("upsample_bilinear2d", {"x": np.ones((1, 1, 2, 2), np.int32), "size": 3}),
                                        ("upsample_bilinear2d", {"x": np.ones((1, 2, 2)), "size": 3}),
                                        ("upsample_nearest", {"x": np.ones((1, 1, 2)), "size": 2,
@@ -129,27 +141,24 @@ def test_bad_arguments_are_rejected(engine, op, kwargs):
         run(engine, op, **kwargs)
 
 
-# --- device-resident inputs (OPENCL) ------------------------------------------------------------
+# --- device-resident inputs (engines with device tensors) ---------------------------------------
 
+@pytest.mark.uses_ops("upsample_nearest", "upsample_bilinear2d")
 @pytest.mark.parametrize("dtype", FLOATS + [np.int8], ids=lambda d: np.dtype(d).name)
-def test_device_inputs_give_device_results(dtype):
-    if "opencl" not in AVAILABLE:
-        pytest.skip("opencl is unavailable (the CI run requires it)")
+def test_device_inputs_give_device_results(engine, dtype):
     x = values(np.random.default_rng(5), (2, 3, 5, 19), dtype)
-    t = polyeng.to_device(x, "opencl")
+    t = device_tensor_or_skip(x, engine)
     cases = [("upsample_nearest", {"scale_factor": 2}), ("upsample_nearest", {"size": (3, 11)})]
     if np.dtype(dtype) in dt.FLOAT_DTYPES:
         cases += [("upsample_bilinear2d", {"scale_factor": 2}), ("upsample_bilinear2d", {"size": (4, 7),
                                                                                          "align_corners": True})]
     for op, kwargs in cases:
-        actual = run("opencl", op, t, **kwargs)
+        actual = run(engine, op, t, **kwargs)
         assert type(actual) is type(t)
         expected = np.asarray(run("basic", op, x, **kwargs))
         got = polyeng.to_numpy(actual)
-        assert got.dtype == expected.dtype and got.shape == expected.shape
         if op == "upsample_nearest":
+            assert got.dtype == expected.dtype and got.shape == expected.shape
             assert got.tobytes() == expected.tobytes()
-        else:   # NaN payloads of computed values are not specified
-            nan = np.isnan(expected.astype(np.float64))
-            np.testing.assert_array_equal(np.isnan(got.astype(np.float64)), nan)
-            assert got[~nan].tobytes() == expected[~nan].tobytes()
+        else:
+            assert_bilinear_close(engine, got, expected)
