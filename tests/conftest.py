@@ -30,7 +30,9 @@ import pytest
 # compared against); the test ids are the engine names (`-k mirror`). An engine
 # that is unavailable, or lacks an op the test declares with
 # `@pytest.mark.uses_ops("softmax", ...)` (on the test or as the module's
-# `pytestmark`), has that test skipped with the reason.
+# `pytestmark`), has that test skipped with the reason. A test marked
+# `@pytest.mark.device_tensors` runs only on engines that have device tensors
+# (`polyeng.to_device` to them works), so the others do not show it as a skip.
 #
 # To put a plugin engine under the whole suite, register it before collection:
 #
@@ -77,6 +79,7 @@ def _load_plugin(spec: str):
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "uses_ops(*names): the ops a test runs on its `engine`; an engine "
                                        "lacking one of them has the test skipped")
+    config.addinivalue_line("markers", "device_tensors: the test runs on engines with device tensors only")
     import polyeng
 
     for spec in _plugin_specs(config):
@@ -205,8 +208,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise ValueError(f"uses_ops: unknown op {', '.join(sorted(needed - set(OPS)))}; "
                          f"expected names from {', '.join(sorted(OPS))}")
     params = []
+    devices_only = metafunc.definition.get_closest_marker("device_tensors") is not None
+    from polyeng.engine.plugins import registry
     for record in polyeng.engines():
         if record.name == REFERENCE_ENGINE:
+            continue
+        if devices_only and registry().engines[record.name].to_device is None:
             continue
         reason = _skip_reason(record, needed)
         params.append(pytest.param(record.name, id=record.name,

@@ -84,6 +84,7 @@ def test_same_dtype_is_a_copy(engine):
     assert run(engine, payloads, np.float32).view(np.uint32).tolist() == payloads.view(np.uint32).tolist()
 
 
+@pytest.mark.device_tensors
 @pytest.mark.parametrize("target", TARGETS, ids=dt.short_name)
 @pytest.mark.parametrize("source", SOURCES, ids=dt.short_name)
 def test_device_inputs_give_device_results(engine, source, target):

@@ -83,6 +83,7 @@ def test_zero_size(engine):
     assert type(y) is np.ndarray and y.shape == (0, 4) and y.dtype == np.float64
 
 
+@pytest.mark.device_tensors
 @pytest.mark.parametrize("where", ["x", "weight", "all"])
 def test_device_inputs_give_a_device_result(engine, where):
     rng = np.random.default_rng(2)

@@ -156,6 +156,7 @@ def test_zero_size_inputs_give_empty_results(engine):
     assert out.shape == (0, 4) and out.dtype == np.int32
 
 
+@pytest.mark.device_tensors
 @pytest.mark.uses_ops("select", "concat", "upsample_nearest")
 def test_device_inputs_give_device_results(engine):
     rng = np.random.default_rng(7)

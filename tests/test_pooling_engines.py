@@ -173,6 +173,7 @@ def test_zero_size(engine):
     assert run(engine, polyeng.avg_pool2d, x, 2).shape == (0, 3, 4, 4)
 
 
+@pytest.mark.device_tensors
 @pytest.mark.uses_ops("max_pool2d", "avg_pool3d")
 def test_device_resident_input_stays_on_device(engine):
     rng = np.random.default_rng(6)

@@ -93,6 +93,7 @@ def test_zero_size_input(engine, op):
     assert type(empty) is np.ndarray and empty.shape == (3, 0, 2) and empty.dtype == np.float32
 
 
+@pytest.mark.device_tensors
 @pytest.mark.parametrize("op", OPS)
 def test_device_input_gives_a_device_result(engine, op):
     x = np.random.default_rng(1).standard_normal((6, 9)).astype(dt.bfloat16)

@@ -143,6 +143,7 @@ def test_bad_arguments_are_rejected(engine, op, kwargs):
 
 # --- device-resident inputs (engines with device tensors) ---------------------------------------
 
+@pytest.mark.device_tensors
 @pytest.mark.uses_ops("upsample_nearest", "upsample_bilinear2d")
 @pytest.mark.parametrize("dtype", FLOATS + [np.int8], ids=lambda d: np.dtype(d).name)
 def test_device_inputs_give_device_results(engine, dtype):
