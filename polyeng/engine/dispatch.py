@@ -42,6 +42,7 @@ def make_call(spec: OpSpec, args: dict) -> Call:
     call.prepared = spec.prepare(args)
     call.storage_dtype = call.prepared.dtype
     call.fp_math_mode = mode
+    # a rule's output dtype is for graphs converted ahead of time; a call returns its storage dtype
     call.category, call.accumulation_dtype, _ = mixed_precision.conversion_for(call, fpmath.MIXED_DTYPE[mode])
     call.allowed_compute = fpmath.allowed_compute(call.category, call.storage_dtype, mode, spec.exact)
     return call

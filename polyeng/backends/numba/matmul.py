@@ -12,23 +12,8 @@ graph run these ops without falling back.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from ...engine import dtypes as dt
+from .. import _blas
 from ._f32_path import via_f32
 
-
-def _matmul(p, a, b):
-    product = dt.product_dtype(a.dtype, b.dtype)
-    return np.matmul(a.astype(product, copy=False), b.astype(product, copy=False))
-
-
-def _linear(p, x, weight, bias):
-    y = np.matmul(x, weight.T)
-    if bias is not None:
-        y += bias   # in place: faster than a parallel JIT epilogue right after the BLAS call
-    return y
-
-
-matmul = via_f32(_matmul)
-linear = via_f32(_linear)
+matmul = via_f32(_blas.matmul)
+linear = via_f32(_blas.linear)
