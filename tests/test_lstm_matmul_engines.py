@@ -1,10 +1,12 @@
-"""lstm, matmul and linear on the JIT engines (NUMBA, OPENCL) against BASIC: every lstm option,
-numpy's matmul rules, integer and bool products, NaN/Inf, odd sizes, and inputs left untouched.
+"""lstm, matmul and linear on every engine under test (see conftest) against BASIC: every lstm
+option, numpy's matmul rules, integer and bool products, NaN/Inf, odd sizes, and inputs left
+untouched.
 
 NUMBA runs numpy's BLAS for the products, so its matmul and linear match BASIC bit for bit;
-OPENCL's GEMM sums in its own order (fused multiply-adds), so its float results match within
-rounding, and its integer and bool products bit for bit. OPENCL's device-resident inputs
-give device-resident results, also under a down-converting fp math mode (computing f32)."""
+other engines' float results match within rounding (OPENCL's GEMM sums in its own order, with
+fused multiply-adds), and integer and bool products bit for bit. Device-resident inputs give
+device-resident results on engines that have them; on OPENCL also under a down-converting fp
+math mode (computing f32), and with either device kind's tiles."""
 import itertools
 import logging
 
@@ -13,6 +15,7 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from support import device_tensor_or_skip
 
 AVAILABLE = {e.name for e in polyeng.engines() if e.available}
 TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13)}
@@ -20,6 +23,8 @@ BLAS_EXACT = {"numba"}   # engines whose matmul and linear are numpy's own produ
 
 
 def opencl_only():
+    """For the tests of OPENCL's own promises (its f32 work on device tensors under a
+    down-converting mode, its tile shapes), which no other engine makes."""
     if "opencl" not in AVAILABLE:
         pytest.skip("opencl is unavailable (the CI run requires it)")
 
@@ -78,6 +83,7 @@ OPTIONS = list(itertools.product([1, 2], [False, True], [False, True], [False, T
                                  ["both", "ih_only", None]))
 
 
+@pytest.mark.uses_ops("lstm")
 @pytest.mark.parametrize("hidden", [13, 35])   # 35: whole vectors of 16 hidden units and a remainder
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_lstm_every_option_matches_basic(engine, dtype, hidden):
@@ -98,6 +104,7 @@ def test_lstm_every_option_matches_basic(engine, dtype, hidden):
         assert_same_tree(expected, actual, **TOL[np.dtype(dtype)])
 
 
+@pytest.mark.uses_ops("lstm")
 @pytest.mark.parametrize("dtype", [np.float16, dt.bfloat16])
 def test_lstm_16_bit_storage(engine, dtype):
     rng = np.random.default_rng(6)
@@ -108,6 +115,7 @@ def test_lstm_16_bit_storage(engine, dtype):
     assert_same_tree(expected, actual, rtol=2 * eps(dtype), atol=2 * eps(dtype))
 
 
+@pytest.mark.uses_ops("lstm")
 @pytest.mark.parametrize("dtype", [np.float16, dt.bfloat16, np.float64])
 def test_lstm_f32_weights_and_states_with_other_input_dtypes(engine, dtype):
     # weights and states may be f32 whatever x is; the result keeps x's dtype
@@ -121,6 +129,7 @@ def test_lstm_f32_weights_and_states_with_other_input_dtypes(engine, dtype):
     assert_same_tree(expected, actual, rtol=tol, atol=tol)
 
 
+@pytest.mark.uses_ops("lstm")
 def test_lstm_leaves_inputs_untouched(engine):
     rng = np.random.default_rng(7)
     params = lstm_params(rng, 4, 6, 1, 2, "both", np.float32)
@@ -132,6 +141,7 @@ def test_lstm_leaves_inputs_untouched(engine):
         np.testing.assert_array_equal(before, after)
 
 
+@pytest.mark.uses_ops("lstm")
 @pytest.mark.parametrize("x_shape,batch_first", [((0, 3, 4), False), ((3, 0, 4), False), ((0, 4), False),
                                                  ((3, 0, 4), True), ((0, 3, 4), True)])
 def test_lstm_zero_length_or_zero_batch(engine, x_shape, batch_first):
@@ -147,6 +157,7 @@ def test_lstm_zero_length_or_zero_batch(engine, x_shape, batch_first):
         assert_same_tree(expected, actual, rtol=0, atol=0)
 
 
+@pytest.mark.uses_ops("lstm")
 def test_lstm_nan_and_inf(engine):
     rng = np.random.default_rng(9)
     params = lstm_params(rng, 3, 7, 1, 2, "both", np.float32)
@@ -160,6 +171,7 @@ def test_lstm_nan_and_inf(engine):
         np.testing.assert_allclose(a, e, rtol=2e-5, atol=2e-6)
 
 
+@pytest.mark.uses_ops("lstm")
 def test_lstm_large_hidden_odd_batch(engine):
     rng = np.random.default_rng(10)
     params = lstm_params(rng, 33, 67, 1, 1, "both", np.float32)
@@ -173,6 +185,7 @@ MATMUL_SHAPES = [((7,), (7,)), ((7,), (7, 3)), ((5, 7), (7,)), ((1, 1), (1, 1)),
                  ((4, 0), (0, 3))]
 
 
+@pytest.mark.uses_ops("matmul")
 @pytest.mark.parametrize("a_shape,b_shape", MATMUL_SHAPES)
 @pytest.mark.parametrize("dtypes", [(np.float32, np.float32), (np.float64, np.float64), (np.int32, np.float32),
                                     (np.int64, np.int64), (np.bool_, np.bool_), (np.int8, np.int8), (np.uint8, np.int32),
@@ -185,6 +198,7 @@ def test_matmul_matches_basic(engine, a_shape, b_shape, dtypes):
     assert_product(engine, expected, actual)
 
 
+@pytest.mark.uses_ops("matmul")
 @pytest.mark.parametrize("a_shape,b_shape", [((67, 129), (129, 45)), ((33, 17), (17, 16)), ((9, 40), (40, 31)),
                                              ((2, 3, 4, 5, 6), (3, 1, 6, 7)), ((1, 300), (300, 1)),
                                              ((3, 1, 5, 2, 9), (4, 1, 9, 33))])
@@ -198,6 +212,7 @@ def test_matmul_odd_sizes_and_batches(engine, a_shape, b_shape, dtype):
     assert_product(engine, expected, actual, ulps=8)
 
 
+@pytest.mark.uses_ops("matmul")
 @pytest.mark.parametrize("dtypes", [(np.int8, np.int8), (np.uint8, np.uint8), (np.int32, np.int32),
                                     (np.int64, np.int64), (np.int8, np.int64), (np.uint8, np.int32),
                                     (np.bool_, np.int32), (np.bool_, np.bool_)])
@@ -211,6 +226,7 @@ def test_integer_products_wrap_like_numpy(engine, dtypes):
     assert_same_tree(expected, actual, rtol=0, atol=0)
 
 
+@pytest.mark.uses_ops("matmul")
 def test_bool_bytes_other_than_one_are_true(engine):
     rng = np.random.default_rng(21)
     raw = rng.integers(0, 3, (5, 33), dtype=np.uint8)   # 2 is a true byte too, as numpy reads it
@@ -220,6 +236,7 @@ def test_bool_bytes_other_than_one_are_true(engine):
         assert_same_tree(expected, actual, rtol=0, atol=0)
 
 
+@pytest.mark.uses_ops("matmul")
 def test_matmul_nan_inf_and_large_values(engine):
     a = np.array([[np.nan, 1.0], [np.inf, 0.0], [3e38, 3e38]], np.float32)
     b = np.array([[1.0, 0.0], [2.0, -1.0]], np.float32)
@@ -227,6 +244,7 @@ def test_matmul_nan_inf_and_large_values(engine):
     assert_same_tree(expected, actual, rtol=0, atol=0)
 
 
+@pytest.mark.uses_ops("linear")
 @pytest.mark.parametrize("x_shape", [(7,), (5, 7), (2, 3, 7), (0, 7), (4, 1), (37, 70)])
 @pytest.mark.parametrize("with_bias", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, dt.bfloat16])
@@ -239,6 +257,7 @@ def test_linear_matches_basic(engine, x_shape, with_bias, dtype):
     assert_product(engine, expected, actual)
 
 
+@pytest.mark.uses_ops("linear")
 @pytest.mark.parametrize("dtype", [np.float16, dt.bfloat16, np.float64])
 def test_linear_f32_weights_with_other_input_dtypes(engine, dtype):
     rng = np.random.default_rng(17)
@@ -248,12 +267,14 @@ def test_linear_f32_weights_with_other_input_dtypes(engine, dtype):
     assert_product(engine, expected, actual)
 
 
+@pytest.mark.uses_ops("linear")
 def test_linear_without_features_is_the_bias(engine):
     x, weight, bias = np.zeros((3, 0), np.float32), np.zeros((4, 0), np.float32), np.arange(4, dtype=np.float32)
     expected, actual = both(engine, "linear", x, weight, bias)
     assert_same_tree(expected, actual, rtol=0, atol=0)
 
 
+@pytest.mark.uses_ops("matmul", "linear", "lstm")
 def test_bad_arguments_are_the_ops_errors(engine):
     with polyeng.compute_eng(engine, fallback=False):
         with pytest.raises(ValueError, match="do not chain"):
@@ -267,6 +288,7 @@ def test_bad_arguments_are_the_ops_errors(engine):
                                                             None, None)])
 
 
+@pytest.mark.uses_ops("lstm")
 def test_lstm_matches_torch(engine):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(13)
@@ -284,6 +306,7 @@ def test_lstm_matches_torch(engine):
         np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.uses_ops("matmul")
 @pytest.mark.parametrize("mode", ["strict", "bf16", "f16", "tf32"])
 @pytest.mark.parametrize("storage", [np.float16, "bfloat16"])
 def test_16_bit_storage_under_every_fp_math_mode_matches_basic(engine, mode, storage):
@@ -300,25 +323,26 @@ def test_16_bit_storage_under_every_fp_math_mode_matches_basic(engine, mode, sto
     assert_product(engine, results["basic"], results[engine], ulps=1)
 
 
-# --- OPENCL's device tensors and tiles ---------------------------------------------------------
+# --- device tensors; OPENCL's own f32 work on them and tiles ------------------------------------
 
-def test_device_inputs_give_device_results():
-    opencl_only()
-    from polyeng.backends.opencl._tensor import OpenCLTensor
+@pytest.mark.device_tensors
+@pytest.mark.uses_ops("matmul", "linear", "lstm")
+def test_device_inputs_give_device_results(engine):
     rng = np.random.default_rng(18)
     a, b = rng.standard_normal((19, 23)).astype(np.float32), rng.standard_normal((23, 37)).astype(np.float32)
     w, bias = rng.standard_normal((11, 23)).astype(np.float32), rng.standard_normal(11).astype(np.float32)
     params = lstm_params(rng, 23, 17, 2, 2, "both", np.float32)
-    dev = lambda v: polyeng.to_device(v, "opencl")   # noqa: E731
-    with polyeng.compute_eng("opencl", fallback=False):
+    device_type = type(device_tensor_or_skip(a, engine))
+    dev = lambda v: polyeng.to_device(v, engine)   # noqa: E731
+    with polyeng.compute_eng(engine, fallback=False):
         product = polyeng.matmul(dev(a), b)            # one device input is enough
         projected = polyeng.linear(dev(a), dev(w), dev(bias))
         y, (h, c) = polyeng.lstm(dev(a[:, None].repeat(3, 1)), [tuple(map(dev, p)) for p in params],
                                  bidirectional=True)
     for result in (product, projected, y, h, c):
-        assert isinstance(result, OpenCLTensor)
-    assert_product("opencl", run("basic", "matmul", a, b), product)
-    assert_product("opencl", run("basic", "linear", a, w, bias), projected)
+        assert type(result) is device_type
+    assert_product(engine, run("basic", "matmul", a, b), product)
+    assert_product(engine, run("basic", "linear", a, w, bias), projected)
     expected = run("basic", "lstm", a[:, None].repeat(3, 1), params, bidirectional=True)
     assert_same_tree(expected, (y, (h, c)), rtol=2e-5, atol=2e-6)
 
@@ -352,7 +376,7 @@ def test_each_device_kinds_tiles_on_this_device(kind):
     # both tile shapes run here, whichever device kind this is: every output sums k in the
     # same order whatever the tiling, so they agree bit for bit
     opencl_only()
-    from polyeng.backends.opencl import matmul as kernels
+    from polyeng.backends.opencl import _gemm as kernels
     rng = np.random.default_rng(20)
     cases = [(rng.standard_normal((3, 41, 70)).astype(np.float32), rng.standard_normal((70, 53)).astype(np.float32)),
              (rng.integers(-128, 127, (5, 9), dtype=np.int8), rng.integers(-128, 127, (9, 3), dtype=np.int8)),

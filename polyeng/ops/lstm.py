@@ -64,9 +64,13 @@ class LstmShape:
             return (self.batch, self.seq_len, feat)
         return (self.seq_len, self.batch, feat)
 
-    def layer_input_size(self, layer: int) -> int:
-        """Feature count that layer ``layer`` reads: the input's, then every direction's H."""
-        return self.input_size if layer == 0 else self.num_directions * self.hidden_size
+    @property
+    def row_strides(self) -> tuple:
+        """``(time, batch)`` strides of the rows of x and y (their last axis apart) in the
+        caller's layout: step ``t`` of sequence ``n`` is row ``t * time + n * batch``."""
+        if self.batch_first and not self.unbatched:
+            return 1, self.seq_len
+        return self.batch, 1
 
     def param_index(self, layer: int, direction: int) -> int:
         return layer * self.num_directions + direction

@@ -20,8 +20,10 @@ def linear(x, weight, bias=None):
     return run(LINEAR, x=x, weight=weight, bias=bias)
 
 
-def matmul_shape(a_shape, b_shape) -> tuple:
-    """The output shape of ``a @ b`` under numpy's rules, or a ValueError naming both shapes."""
+def matmul_shapes(a_shape, b_shape) -> tuple:
+    """``(output shape, batch shape)`` of ``a @ b`` under numpy's rules, or a ValueError naming
+    both shapes. The batch shape is the broadcast of the dimensions before the last two, once
+    1-D operands are promoted to matrices."""
     a_shape, b_shape = tuple(a_shape), tuple(b_shape)
     for name, shape in (("a", a_shape), ("b", b_shape)):
         if len(shape) == 0:
@@ -33,21 +35,21 @@ def matmul_shape(a_shape, b_shape) -> tuple:
                          f"a's last dimension ({a2[-1]}) must equal b's "
                          f"{'only' if len(b_shape) == 1 else 'second-to-last'} dimension ({b2[-2]})")
     try:
-        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+        batch = tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
     except ValueError:
         raise ValueError(f"a {check.shape_str(a_shape)} and b {check.shape_str(b_shape)}: batch dimensions "
                          f"{a2[:-2]} and {b2[:-2]} do not broadcast") from None
-    out = tuple(batch) + (a2[-2], b2[-1])
+    out = batch + (a2[-2], b2[-1])
     if len(a_shape) == 1:
         out = out[:-2] + out[-1:]
     if len(b_shape) == 1:
         out = out[:-1]
-    return out
+    return out, batch
 
 
 def _validate_matmul(a, b):
     a, b = check.tensor(a, "a"), check.tensor(b, "b")
-    matmul_shape(a.shape, b.shape)
+    matmul_shapes(a.shape, b.shape)
     return {"a": a, "b": b}
 
 
@@ -70,8 +72,10 @@ def _validate_linear(x, weight, bias):
 
 
 def _prepare_matmul(args) -> Prepared:
+    """The product's shape and promoted dtype, and ``batch``: its broadcast batch dimensions."""
     a, b = args["a"], args["b"]
-    return Prepared(matmul_shape(a.shape, b.shape), dt.result_type(a.dtype, b.dtype))
+    shape, batch = matmul_shapes(a.shape, b.shape)
+    return Prepared(shape, dt.result_type(a.dtype, b.dtype), batch=batch)
 
 
 def _prepare_linear(args) -> Prepared:

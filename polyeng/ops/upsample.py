@@ -128,9 +128,13 @@ def output_spatial(in_spatial, size, scale_factor) -> tuple:
 
 
 def _prepare_bilinear(args) -> Prepared:
-    """The output shape, and ``coordinates``: :func:`linear_source` of H and W."""
+    """The output shape, ``coordinates`` (:func:`linear_source` of H and W), and ``read_rows`` and
+    ``read_slots`` (:func:`rows_read` of H), for kernels that interpolate along W first."""
     x = args["x"]
-    return Prepared(_output_shape(args), x.dtype, coordinates=bilinear_coordinates(args, x.dtype))
+    coordinates = bilinear_coordinates(args, x.dtype)
+    read_rows, read_slots = rows_read(*coordinates[0][:2])
+    return Prepared(_output_shape(args), x.dtype, coordinates=coordinates, read_rows=read_rows,
+                    read_slots=read_slots)
 
 
 def _prepare_nearest(args) -> Prepared:
@@ -192,6 +196,14 @@ def bilinear_coordinates(args, dtype) -> list:
     out = output_spatial(in_spatial, args["size"], args["scale_factor"])
     scales = _scale_per_dim(args["scale_factor"], 2)
     return [linear_source(i, o, args["align_corners"], s, dtype) for i, o, s in zip(in_spatial, out, scales)]
+
+
+def rows_read(index0, index1) -> tuple:
+    """``(rows, (slot0, slot1))``: the input rows that some output reads through ``index0`` or
+    ``index1``, ascending, and for each output the positions among them of the two it reads
+    (``rows[slot0[i]] == index0[i]``)."""
+    rows = np.unique(np.concatenate([index0, index1]))
+    return rows, (np.searchsorted(rows, index0), np.searchsorted(rows, index1))
 
 
 def nearest_source(in_size: int, out_size: int, scale, *, shortcuts: bool) -> np.ndarray:

@@ -2,7 +2,7 @@
 a loop over time steps applies the recurrence to the whole batch at once."""
 import numpy as np
 
-from ...ops.lstm import geometry, time_major_axes
+from ...ops.lstm import time_major_axes
 
 
 def _sigmoid(v):
@@ -30,7 +30,7 @@ def _run_direction(projected, w_hh, h, c, reverse: bool, out):
 
 
 def lstm(p, x, params, h0, c0, batch_first, bidirectional):
-    shape = geometry(x.shape, params, batch_first, bidirectional)
+    shape = p.geometry
     dtype = x.dtype
     seq = x[:, None, :] if shape.unbatched else x
     axes = time_major_axes(shape)

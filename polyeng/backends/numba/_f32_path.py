@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from ...engine import dtypes as dt
 from ...engine.call import map_arrays
-from .cast import cast
+from ._cast import converted
 
 
 def _to_f32(a):
-    return cast(None, a, dt.float32) if a.dtype in dt.SIXTEEN_BIT_FLOATS else a
+    return converted(a, dt.float32) if a.dtype in dt.SIXTEEN_BIT_FLOATS else a
 
 
 def via_f32(kernel):
@@ -20,6 +20,6 @@ def via_f32(kernel):
         if p.dtype not in dt.SIXTEEN_BIT_FLOATS:
             return kernel(p, **kwargs)
         result = kernel(p, **{name: map_arrays(value, _to_f32) for name, value in kwargs.items()})
-        return map_arrays(result, lambda a: cast(None, a, p.dtype) if a.dtype == dt.float32 else a)
+        return map_arrays(result, lambda a: converted(a, p.dtype) if a.dtype == dt.float32 else a)
     run.__name__ = getattr(kernel, "__name__", "kernel").lstrip("_")
     return run

@@ -14,7 +14,6 @@ from numba import prange, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ...engine import dtypes as dt
 from ._runtime import jit, launch
 
 _TASK_BYTES = 64 * 1024   # bytes per parallel task: amortizes the task, still balances two pieces
@@ -51,9 +50,7 @@ def _concat(out_address, out_row_bytes, rows, sources, row_bytes, offsets, rows_
 
 
 def concat(p, tensors, axis):
-    dtype = dt.result_type(*[t.dtype for t in tensors])
-    first = tensors[0].shape
-    shape = first[:axis] + (sum(t.shape[axis] for t in tensors),) + first[axis + 1:]
+    dtype, shape = p.dtype, p.shape
     out = np.empty(shape, dtype)
     if out.size == 0:
         return out

@@ -81,10 +81,7 @@ def _lstm(p, x, params, h0, c0, **_):
     y = np.empty(shape.output_shape, dtype)
     if y.size == 0:
         return y, (h_n.reshape(shape.state_shape), c_n.reshape(shape.state_shape))
-    if shape.batch_first and not shape.unbatched:
-        time_stride, batch_stride = 1, seq_len
-    else:
-        time_stride, batch_stride = batch, 1
+    time_stride, batch_stride = shape.row_strides
     layer_input = x.reshape(seq_len * batch, shape.input_size)
     y_rows = y.reshape(seq_len * batch, dirs * hidden)
     gates = np.empty((dirs, batch, 4 * hidden), dtype)

@@ -18,8 +18,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ._runtime import launch
-from ._runtime import jit
+from ._runtime import jit, launch
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _TASK_ELEMENTS = 16 * 1024   # elements per parallel task of the row copy
@@ -155,7 +154,7 @@ def _plan(shape, dims, itemsize):
 
 
 def permute_contiguous(p, x, dims):
-    out = np.empty(tuple(x.shape[d] for d in dims), x.dtype)
+    out = np.empty(p.shape, x.dtype)
     if out.size == 0:
         return out
     x, dims = _contiguous_base(x, dims)

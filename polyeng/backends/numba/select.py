@@ -12,10 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ...engine import dtypes as dt
-from ...ops.select import broadcast_value_shapes
-from ._runtime import launch
-from ._runtime import jit
+from ._runtime import jit, launch
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _TASK_ELEMENTS = 32 * 1024
@@ -101,8 +98,7 @@ def merged_layout(shape, operand_strides):
 
 
 def select(p, cond, then, else_, auto_broadcast):
-    dtype = dt.result_type(then.dtype, else_.dtype)
-    shape = broadcast_value_shapes(then.shape, else_.shape)
+    dtype, shape = p.dtype, p.shape
     out = np.empty(shape, dtype)
     if out.size == 0:
         return out

@@ -1,5 +1,5 @@
 """upsample_bilinear2d and upsample_nearest as NUMBA kernels: gathers driven by the index and
-weight tables that ``polyeng.ops.upsample`` computes once per call in Python.
+weight tables that ``polyeng.ops.upsample`` prepares once per call signature.
 
 nearest copies stored elements, so every dtype runs as the unsigned integer of its width (one
 compile per element size, 8-byte elements as pairs of 4-byte ones; bit-exact for ints, bools
@@ -11,9 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from ...ops.upsample import bilinear_coordinates, nearest_indices
-from .concat import launch
-from ._runtime import jit
+from ._runtime import jit, launch
 from ._storage import kernel_view, narrow, widen
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -51,15 +49,12 @@ def _nearest(x, index_d, index_h, index_w, spread, run_starts, out):
 
 
 def upsample_nearest(p, x, size, scale_factor):
-    indices = nearest_indices({"x": x, "size": size, "scale_factor": scale_factor})
     n, c = x.shape[:2]
-    out = np.empty((n, c) + tuple(len(i) for i in indices), x.dtype)
+    out = np.empty(p.shape, x.dtype)
     if out.size == 0:
         return out
     # canonical rank: (planes, D, H, W), missing leading spatial dims of size 1
-    while len(indices) < 3:
-        indices.insert(0, np.zeros(1, np.int64))
-    index_d, index_h, index_w = indices
+    index_d, index_h, index_w = [np.zeros(1, np.int64)] * (3 - len(p.indices)) + list(p.indices)
     in_w, out_w, size = x.shape[-1], len(index_w), x.dtype.itemsize
     bits = _BITS[size]
     word, spread = bits, 0
@@ -83,15 +78,15 @@ def upsample_nearest(p, x, size, scale_factor):
 
 
 @jit(parallel=True)
-def _bilinear(x, h0, h1, lh0, lh1, w0, w1, lw0, lw1, pairs, used, slot, rows_per_task, out):
+def _bilinear(x, lh0, lh1, w0, w1, lw0, lw1, pairs, used, slot0, slot1, rows_per_task, out):
     """Along W into a scratch block of input rows, then along H into ``out`` (torch's order).
 
     Each task is one plane's block of ``rows_per_task`` output rows. It interpolates along W
-    the input rows its block reads (``used`` lists the rows read at all, ascending; ``slot[h]``
-    is row ``h``'s position there). ``pairs = (lo, hi, c0, c1)``: for ``lo <= w < hi`` output
-    columns ``2w`` and ``2w + 1`` read input columns ``w + c0, w + c0 + 1`` and ``w + c1,
-    w + c1 + 1`` (any x2 resize): there the loop reads contiguous inputs and vectorizes; the
-    other columns gather through ``w0``/``w1``."""
+    the input rows its block reads (``used`` lists the rows read at all, ascending; output row
+    ``oh`` reads ``used[slot0[oh]]`` and ``used[slot1[oh]]``). ``pairs = (lo, hi, c0, c1)``:
+    for ``lo <= w < hi`` output columns ``2w`` and ``2w + 1`` read input columns ``w + c0,
+    w + c0 + 1`` and ``w + c1, w + c1 + 1`` (any x2 resize): there the loop reads contiguous
+    inputs and vectorizes; the other columns gather through ``w0``/``w1``."""
     planes = x.shape[0]
     out_h, out_w = out.shape[1], out.shape[2]
     lo_w, hi_w, c0, c1 = pairs[0], pairs[1], pairs[2], pairs[3]
@@ -100,7 +95,7 @@ def _bilinear(x, h0, h1, lh0, lh1, w0, w1, lw0, lw1, pairs, used, slot, rows_per
         p = task // blocks
         lo = (task - p * blocks) * rows_per_task
         hi = min(lo + rows_per_task, out_h)
-        first, stop = slot[h0[lo]], slot[h1[hi - 1]] + 1
+        first, stop = slot0[lo], slot1[hi - 1] + 1
         rows = np.empty((stop - first, out_w), lw0.dtype)
         for k in range(first, stop):
             src, row = x[p, used[k]], rows[k - first]
@@ -115,7 +110,7 @@ def _bilinear(x, h0, h1, lh0, lh1, w0, w1, lw0, lw1, pairs, used, slot, rows_per
             for j in range(2 * hi_w, out_w):
                 row[j] = widen(src[w0[j]]) * lw0[j] + widen(src[w1[j]]) * lw1[j]
         for oh in range(lo, hi):
-            top, bottom = rows[slot[h0[oh]] - first], rows[slot[h1[oh]] - first]
+            top, bottom = rows[slot0[oh] - first], rows[slot1[oh] - first]
             a, b = lh0[oh], lh1[oh]
             dst = out[p, oh]
             for j in range(out_w):
@@ -140,22 +135,17 @@ def _pair_range(w0, w1, in_w):
 
 
 def upsample_bilinear2d(p, x, size, scale_factor, align_corners):
-    args = {"x": x, "size": size, "scale_factor": scale_factor, "align_corners": align_corners}
-    (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = bilinear_coordinates(args, x.dtype)
+    (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = p.coordinates
     n, c, in_h, in_w = x.shape
-    out = np.empty((n, c, len(h0), len(w0)), x.dtype)
+    out = np.empty(p.shape, x.dtype)
     if out.size == 0:
         return out
     planes = n * c
     blocks = -(-_MIN_TASKS // planes)
     rows_per_task = max(1, -(-len(h0) // blocks))
-    read = np.zeros(in_h, np.bool_)
-    read[h0] = True
-    read[h1] = True
-    used = np.flatnonzero(read)
-    slot = np.cumsum(read) - 1
     source = kernel_view(np.ascontiguousarray(x)).reshape(planes, in_h, in_w)
     # unsigned column indices: the gathers need no negative-index test
-    launch(_bilinear, out.nbytes, source, h0, h1, lh0, lh1, w0.astype(np.uintp), w1.astype(np.uintp), lw0, lw1,
-           _pair_range(w0, w1, in_w), used, slot, rows_per_task, kernel_view(out).reshape(planes, len(h0), len(w0)))
+    launch(_bilinear, out.nbytes, source, lh0, lh1, w0.astype(np.uintp), w1.astype(np.uintp), lw0, lw1,
+           _pair_range(w0, w1, in_w), p.read_rows, *p.read_slots, rows_per_task,
+           kernel_view(out).reshape(planes, len(h0), len(w0)))
     return out

@@ -45,6 +45,11 @@ def word_options(dtype) -> tuple:
     return (f"-DWORD_BYTES={np.dtype(dtype).itemsize}",)
 
 
+def compute_dtype(storage) -> np.dtype:
+    """The float dtype float work stored in ``storage`` runs in (f64 for f64, else f32)."""
+    return dt.float64 if np.dtype(storage) == dt.float64 else dt.float32
+
+
 def kernel(file: str, name: str, options: tuple, args: tuple = ()):
     """This thread's kernel object ``name`` from ``file`` built with ``options``. The first time,
     its scalar argument types are declared from ``args`` (numpy scalars; buffers and None
@@ -91,6 +96,30 @@ def run(file: str, name: str, options: tuple, items, *args, local=None) -> None:
     for start in itertools.product(*[range(0, s, step) for s, step in zip(size, steps)]):
         chunk = tuple(min(step, s - at) for s, step, at in zip(size, steps, start))
         cl.enqueue_nd_range_kernel(queue, k, chunk, local, global_work_offset=start)
+
+
+class Launch:
+    """One kernel launch with its arguments, to enqueue once or repeatedly (lstm's steps change
+    one argument between launches) without waiting for each."""
+
+    __slots__ = ("file", "name", "options", "items", "local", "args", "kernel", "size")
+
+    def __init__(self, file: str, name: str, options: tuple, items: tuple, local: tuple, *args):
+        self.file, self.name, self.options, self.items, self.local = file, name, options, items, local
+        self.args = list(args)
+        self.kernel = kernel(file, name, options, args)   # scalar types declared there
+        self.size = tuple(-(-max(int(i), 1) // g) * g for i, g in zip(items, local))
+
+    def enqueue(self) -> None:
+        """Queue the launch (the queue is in order; ``result`` waits), its arguments held until
+        then. A range too large for one launch goes through ``run``, which splits it."""
+        if any(s > CAP for s in self.size[1:]):
+            run(self.file, self.name, self.options, self.items, *self.args, local=self.local)
+            return
+        import pyopencl as cl
+        self.kernel.set_args(*self.args)
+        hold(tuple(self.args))
+        cl.enqueue_nd_range_kernel(runtime.state().queue, self.kernel, self.size, self.local)
 
 
 def hold(args) -> None:

@@ -1,4 +1,5 @@
-"""Strided layouts for OPENCL's data-movement kernels (permute, select, concat).
+"""Strided layouts for OPENCL's data-movement kernels (permute, select, concat), and ``copy``,
+the strided word copy of permute.cl that permute and concat run.
 
 A movement kernel walks its output shape and reads (or writes) each operand through element
 strides. ``layout`` first merges dimensions that are contiguous in every operand (and drops
@@ -79,3 +80,13 @@ def layout(shape, strides: list, offsets=None) -> Layout:
         bases.append(base)
     rows = math.prod(n for n, _ in outer)
     return Layout(width, height, rows, tuple(zip(w_st, h_st)), tuple(bases))
+
+
+def copy(src, dst, shape, src_strides, dst_strides, src_offset=0, dst_offset=0) -> None:
+    """Copy the words of ``src`` seen through ``src_strides`` over ``shape`` into ``dst`` seen
+    through ``dst_strides`` (both in elements, plus offsets)."""
+    lay = layout(shape, [src_strides, dst_strides], [src_offset, dst_offset])
+    wide = lay.unit_width(steps=(1,))   # contiguous rows: 16 words a work item
+    items, local = lay.range_and_group(16 if wide else 1)
+    enqueue.run("permute.cl", "strided_copy16" if wide else "strided_copy", enqueue.word_options(src.dtype),
+                items, src.buffer, dst.buffer, *lay.args(), local=local)

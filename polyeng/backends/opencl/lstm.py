@@ -1,4 +1,4 @@
-"""lstm on OPENCL: the GEMM of matmul.cl for the products, lstm.cl for the gates, all on the device.
+"""lstm on OPENCL: the GEMM of ``_gemm.py`` for the products, lstm.cl for the gates, all on the device.
 
 Per layer, the weights are transposed into the compute type (f32, or f64 for f64 input):
 every direction's ``w_ih.T`` side by side, so one GEMM projects every time step's input for
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.lstm import geometry
 from . import _enqueue as enqueue, _runtime as runtime
-from .matmul import Launch, compute_dtype, convert_into, gemm, gemm_launch, transpose_into
+from ._gemm import convert_into, gemm, gemm_launch, transpose_into
 from ._tensor import OpenCLTensor
 
 
@@ -69,10 +68,7 @@ def _queue_layers(tx, params, shape, y, h_state, c_state, compute) -> None:
     The last layer writes ``y`` (storage); the ones before it a compute-type buffer."""
     seq_len, batch, hidden, dirs = shape.seq_len, shape.batch, shape.hidden_size, shape.num_directions
     four_hidden, rows = 4 * hidden, seq_len * batch
-    if shape.batch_first and not shape.unbatched:
-        time_stride, batch_stride = 1, seq_len
-    else:
-        time_stride, batch_stride = batch, 1
+    time_stride, batch_stride = shape.row_strides
     # each layer's output overwrites the previous one's, which its projection has consumed
     work = y if y.dtype == compute else enqueue.empty((rows, dirs * hidden), compute)
     projected = enqueue.empty((rows, dirs * four_hidden), compute)
@@ -92,10 +88,10 @@ def _queue_layers(tx, params, shape, y, h_state, c_state, compute) -> None:
                                 ldc=four_hidden, acc=compute, offsets=(state_off, 0, 0), batch=(1, dirs),
                                 a_strides=(0, batch * hidden), b_strides=(0, hidden * four_hidden),
                                 c_strides=(0, batch * four_hidden))
-        update = Launch("lstm.cl", "lstm_step", enqueue.float_options(out.dtype), (blocks, batch, dirs),
-                        (min(blocks, 16), 1, 1), gates.buffer, projected.buffer, h_state.buffer, c_state.buffer,
-                        out.buffer, u(state_off), u(batch), u(hidden), u(dirs), u(seq_len), u(0),
-                        u(time_stride), u(batch_stride))
+        update = enqueue.Launch("lstm.cl", "lstm_step", enqueue.float_options(out.dtype), (blocks, batch, dirs),
+                                (min(blocks, 16), 1, 1), gates.buffer, projected.buffer, h_state.buffer,
+                                c_state.buffer, out.buffer, u(state_off), u(batch), u(hidden), u(dirs), u(seq_len),
+                                u(0), u(time_stride), u(batch_stride))
         for step in range(seq_len):
             recurrent.enqueue()
             update.args[_STEP_ARG] = u(step)
@@ -104,10 +100,10 @@ def _queue_layers(tx, params, shape, y, h_state, c_state, compute) -> None:
 
 
 def lstm(p, x, params, h0, c0, batch_first, bidirectional):
-    shape = geometry(x.shape, params, batch_first, bidirectional)
+    shape = p.geometry
     stay = any(isinstance(t, OpenCLTensor) for t in [x, h0, c0] + [a for entry in params for a in entry])
     storage = np.dtype(x.dtype)
-    compute = compute_dtype(storage)
+    compute = enqueue.compute_dtype(storage)
     y = enqueue.empty(shape.output_shape, storage, not stay)
     h_n = enqueue.empty(shape.state_shape, storage, not stay)
     c_n = enqueue.empty(shape.state_shape, storage, not stay)

@@ -28,7 +28,7 @@ def layer_norm(p, x, normalized_shape, weight, bias, eps):
     out = enqueue.empty(tx.shape, tx.dtype, not stay)
     if tx.size:
         features = math.prod(normalized_shape)
-        compute = np.dtype(np.float64 if tx.dtype == np.float64 else np.float32)
+        compute = enqueue.compute_dtype(tx.dtype)
         enqueue.run("normalization.cl", "layer_norm", enqueue.float_options(tx.dtype), tx.size // features,
                    tx.buffer, out.buffer, np.uint64(tx.size // features), np.uint64(features),
                    _parameter(weight, compute), _parameter(bias, compute),

@@ -3,12 +3,10 @@
 ``then`` and ``else_`` are promoted to the output dtype first (the BASIC rule); the kernel then
 only picks words, so every dtype is exact and the unselected branch cannot leak a NaN. Each
 operand keeps its own contiguous buffer and is read through element strides against the
-output shape, 0 along the axes it is broadcast over, in the layout of ``strided.py``.
+output shape, 0 along the axes it is broadcast over, in the layout of ``_strided.py``.
 """
 from __future__ import annotations
 
-from ...engine import dtypes as dt
-from ...ops.select import broadcast_value_shapes
 from . import _enqueue as enqueue, _strided as strided
 
 
@@ -19,8 +17,7 @@ def _strides(shape, out_shape) -> list:
 
 
 def select(p, cond, then, else_, auto_broadcast):
-    dtype = dt.result_type(then.dtype, else_.dtype)
-    shape = broadcast_value_shapes(then.shape, else_.shape)
+    dtype, shape = p.dtype, p.shape
     tc, cond_stays = enqueue.on_device(cond)
     tt, then_stays = enqueue.promoted(then, dtype)
     te, else_stays = enqueue.promoted(else_, dtype)

@@ -1,10 +1,10 @@
 """upsample_nearest and upsample_bilinear2d on OPENCL (upsample.cl).
 
-Both read the source positions from the tables ``polyeng.ops.upsample`` computes for BASIC
-(``nearest_indices``; ``bilinear_coordinates`` with their weights in f32, f64 for f64 data),
-uploaded once per call as int32 indices, over (output column runs, rows, planes) ranges: one
-work item writes a run of adjacent outputs of one row (upsample.cl says why). A spatial size
-of 2**31 or more is refused with a ValueError, a kernel failure the dispatcher falls back from.
+Both read the source positions from the tables ``polyeng.ops.upsample`` prepares for every
+engine (``indices``; ``coordinates`` with their weights in f32, f64 for f64 data), uploaded once
+per call as int32 indices, over (output column runs, rows, planes) ranges: one work item writes
+a run of adjacent outputs of one row (upsample.cl says why). A call whose tables index a
+spatial position of 2**31 or more is rejected at the special-argument step (``limit``).
 
 - nearest: 1, 2 or 3 spatial dims, any dtype, moved as words (bit-exact); fewer than 3
   spatial dims are padded in front with size-1 dims indexing 0, and the output depth is
@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.upsample import bilinear_coordinates, nearest_indices, opmath_dtype
+from .._loader import limit
 from . import _enqueue as enqueue
 
 
 RUN = 16          # outputs per work item along a row (upsample.cl's RUN)
 GROUP_ITEMS = 64  # work items a group aims for: the runs of a row, several rows when short
+INDEX_LIMIT = 2 ** 31   # upsample.cl reads its index tables as int
 
 
 def _range(ow: int, oh: int, planes: int) -> tuple:
@@ -34,12 +35,26 @@ def _range(ow: int, oh: int, planes: int) -> tuple:
     return (runs, oh, planes), (width, max(1, min(oh, GROUP_ITEMS // width)), 1)
 
 
+def _index_rejection(call, tables):
+    """The reason to reject a call whose index ``tables`` read a position int32 cannot hold."""
+    largest = max((int(t.max()) for t in tables if t.size), default=0)
+    if largest < INDEX_LIMIT:
+        return None
+    return (f"x has shape {tuple(call.args['x'].shape)}: this call reads position {largest} of a spatial dim, "
+            f"but OPENCL's upsample kernels index with int32 (expected positions below 2**31)")
+
+
+def _nearest_limit(call):
+    return _index_rejection(call, call.prepared.indices)
+
+
+def _bilinear_limit(call):
+    return _index_rejection(call, [index for dim in call.prepared.coordinates for index in dim[:2]])
+
+
 def _indices(*tables) -> np.ndarray:
-    """The tables concatenated as int32 (every index is below its spatial size)."""
-    joined = np.concatenate(tables)
-    if joined.size and int(joined.max()) >= 2 ** 31:
-        raise ValueError("OPENCL upsampling indexes spatial dims below 2**31 elements")
-    return joined.astype(np.int32)
+    """The tables concatenated as int32 (every index is below ``INDEX_LIMIT``: see the limits)."""
+    return np.concatenate(tables).astype(np.int32)
 
 
 def _repeat(index_w: np.ndarray, in_w: int) -> int:
@@ -50,14 +65,14 @@ def _repeat(index_w: np.ndarray, in_w: int) -> int:
     return 0
 
 
+@limit(_nearest_limit)
 def upsample_nearest(p, x, size, scale_factor):
     tx, stay = enqueue.on_device(x)
-    tables = nearest_indices({"x": tx, "size": size, "scale_factor": scale_factor})
-    out = enqueue.empty(tx.shape[:2] + tuple(len(t) for t in tables), tx.dtype, not stay)
+    out = enqueue.empty(p.shape, tx.dtype, not stay)
     if out.size:
-        pad = 3 - len(tables)
+        pad = 3 - len(p.indices)
         id_, ih, iw = [1] * pad + list(tx.shape[2:])
-        index_d, index_h, index_w = [np.zeros(1, np.int64)] * pad + tables
+        index_d, index_h, index_w = [np.zeros(1, np.int64)] * pad + list(p.indices)
         ow, oh, depth = len(index_w), len(index_h), len(index_d)
         planes = tx.shape[0] * tx.shape[1] * depth
         items, local = _range(ow, oh, planes)
@@ -69,22 +84,19 @@ def upsample_nearest(p, x, size, scale_factor):
     return enqueue.result(out, stay)
 
 
+@limit(_bilinear_limit)
 def upsample_bilinear2d(p, x, size, scale_factor, align_corners):
     tx, stay = enqueue.on_device(x)
-    args = {"x": tx, "size": size, "scale_factor": scale_factor, "align_corners": align_corners}
-    (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = bilinear_coordinates(args, tx.dtype)
+    (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = p.coordinates
     n, c, ih, iw = tx.shape
     oh, ow, planes = len(h0), len(w0), n * c
-    out = enqueue.empty((n, c, oh, ow), tx.dtype, not stay)
+    out = enqueue.empty(p.shape, tx.dtype, not stay)
     if out.size:
-        real = opmath_dtype(tx.dtype)
+        real = lw0.dtype   # the coordinates' arithmetic type: f64 for f64 data, else f32
         # the source rows some output reads, and each output row's two among them
-        read = np.zeros(ih, np.bool_)
-        read[h0] = read[h1] = True
-        used = np.flatnonzero(read)
-        slot = np.cumsum(read) - 1
-        index = enqueue.upload(_indices(used, slot[h0], slot[h1], w0, w1))
-        weight = enqueue.upload(np.concatenate([lh0, lh1, lw0, lw1]).astype(real, copy=False))
+        used = p.read_rows
+        index = enqueue.upload(_indices(used, *p.read_slots, w0, w1))
+        weight = enqueue.upload(np.concatenate([lh0, lh1, lw0, lw1]))
         rows = enqueue.empty((planes, len(used), ow), real)
         options = enqueue.float_options(tx.dtype)
         sizes = (np.uint64(ow), np.uint64(oh), np.uint64(len(used)), np.uint64(planes))
