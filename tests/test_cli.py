@@ -56,3 +56,24 @@ def test_demo_runs_every_op_and_the_model(capsys):
     for op in OPS:
         assert f"  {op} " in out
     assert "model:" in out and "compute_eng('basic'" in out
+
+
+def test_info_prints_what_each_engine_says_of_itself(backends, capsys):
+    import polyeng
+
+    class Described:
+        def __init__(self, name, details):
+            self.name, self.details = name, details
+
+        @polyeng.hookimpl
+        def polyeng_register(self, registry):
+            registry.add_engine(self.name, details=self.details)
+
+    def broken():
+        raise RuntimeError("driver gone")
+    backends(Described("described", lambda: ["device A", "device B"]))
+    backends(Described("broken", broken))
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "described details:\n  device A\n  device B" in out
+    assert "broken details:\n  (could not be listed: RuntimeError: driver gone)" in out
