@@ -2,10 +2,12 @@
 
 Besides the public functions and their argument checks, this module holds the window
 geometry every engine's kernels share: output sizes, per-dimension window bounds, the
-average-pooling divisor and the max-pooling "first valid tap" index.
+average-pooling divisor and the max-pooling "first valid tap" index. ``prepare`` hands all of
+it to the kernels (see :func:`_windows`), which never derive it themselves.
 """
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 import numpy as np
@@ -90,21 +92,41 @@ def geometry(x_shape, kernel_size, stride, padding, dilation=None, ceil_mode=Fal
 
 
 def _prepare_avg(args) -> Prepared:
-    """The output shape, ``geometry`` (:class:`Geometry`) and ``divisor`` (int64, shape ``geometry.out``)."""
+    """The output shape, the window facts of :func:`_windows` and ``divisor`` (int64, shape
+    ``geometry.out``: :func:`avg_divisor`)."""
     x = args["x"]
     g = geometry(x.shape, args["kernel_size"], args["stride"], args["padding"], None, args["ceil_mode"])
-    return Prepared(tuple(x.shape[:-len(g.out)]) + g.out, x.dtype, geometry=g,
+    return Prepared(tuple(x.shape[:-len(g.out)]) + g.out, x.dtype, **_windows(g),
                     divisor=avg_divisor(g, args["count_include_pad"], args["divisor_override"]))
 
 
 def _prepare_max(args) -> Prepared:
-    """The output shape, ``geometry`` and, with ``return_indices``, ``first_index``: each window's
-    index when no tap beats the lowest value (:func:`first_valid_index`)."""
+    """The output shape, the window facts of :func:`_windows` and, with ``return_indices``
+    (None otherwise): ``first_index``, each window's index when no tap beats the lowest value
+    (:func:`first_valid_index`), and ``tap_index_parts`` (:func:`tap_index_parts`)."""
     x = args["x"]
     g = geometry(x.shape, args["kernel_size"], args["stride"], args["padding"], args["dilation"],
                  args["ceil_mode"])
-    return Prepared(tuple(x.shape[:-len(g.out)]) + g.out, x.dtype, geometry=g,
-                    first_index=first_valid_index(g) if args["return_indices"] else None)
+    indices = args["return_indices"]
+    return Prepared(tuple(x.shape[:-len(g.out)]) + g.out, x.dtype, **_windows(g),
+                    first_index=first_valid_index(g) if indices else None,
+                    tap_index_parts=tap_index_parts(g) if indices else None)
+
+
+def _windows(g: Geometry) -> dict:
+    """What the kernels of both poolings read about the windows:
+
+    - ``geometry``: the :class:`Geometry`;
+    - ``tap_ranges``: the in-bounds taps of every window, laid out for 3-D kernels
+      (:func:`tap_ranges`);
+    - ``inner``: per dimension, (lo, hi): the windows with no tap outside the input
+      (:func:`inner_windows`);
+    - ``padded_extent`` and ``taps``: the padding that keeps every tap inside a padded array
+      (:func:`padded_extent`) and the slices that pick each tap of every window from it
+      (:func:`tap_slices`).
+    """
+    return {"geometry": g, "tap_ranges": tap_ranges(g), "inner": inner_windows(g),
+            "padded_extent": padded_extent(g), "taps": tap_slices(g)}
 
 
 def window_starts(out_size: int, stride: int, padding: int) -> np.ndarray:
@@ -122,11 +144,13 @@ def padded_extent(g: Geometry) -> tuple:
     return tuple(extents)
 
 
-def tap_slices(g: Geometry, offsets) -> tuple:
-    """Strided slices, one per spatial dim, that pick tap ``offsets`` of every window from an
-    array padded by :func:`padded_extent`."""
-    return tuple(slice(j * d, j * d + (o - 1) * s + 1, s)
-                 for j, d, o, s in zip(offsets, g.dilation, g.out, g.stride))
+def tap_slices(g: Geometry) -> tuple:
+    """Per kernel offset in row-major order, ``(offsets, slices)``: the strided slices, one per
+    spatial dim, that pick tap ``offsets`` of every window from an array padded by
+    :func:`padded_extent`."""
+    per_dim = [[slice(j * d, j * d + (o - 1) * s + 1, s) for j in range(k)]
+               for k, d, o, s in zip(g.kernel, g.dilation, g.out, g.stride)]
+    return tuple(zip(itertools.product(*(range(k) for k in g.kernel)), itertools.product(*per_dim)))
 
 
 def avg_window_bounds(size: int, out_size: int, kernel: int, stride: int, padding: int) -> tuple:
@@ -153,7 +177,11 @@ def avg_divisor(g: Geometry, count_include_pad: bool, divisor_override) -> np.nd
 def max_window_bounds(size: int, out_size: int, kernel: int, stride: int, padding: int, dilation: int) -> tuple:
     """(first, end) per output position: the first in-bounds tap and the exclusive end, so the
     window's taps are ``range(first, end, dilation)`` (empty when ``first >= end``)."""
-    start = window_starts(out_size, stride, padding)
+    return _tap_bounds(window_starts(out_size, stride, padding), size, kernel, dilation)
+
+
+def _tap_bounds(start, size, kernel, dilation) -> tuple:
+    """:func:`max_window_bounds` of windows starting at ``start`` (arguments broadcast)."""
     end = np.minimum(start + (kernel - 1) * dilation + 1, size)
     skipped = np.where(start < 0, (-start + dilation - 1) // dilation, 0)
     return start + skipped * dilation, end
@@ -167,12 +195,52 @@ def flat_index(coords, spatial) -> np.ndarray:
     return index
 
 
+def tap_ranges(g: Geometry) -> np.ndarray:
+    """int64 array of shape (2, OD + OH + OW): :func:`max_window_bounds` of every window, the
+    first in-bounds taps in row 0 and the exclusive ends in row 1, depth windows first, then
+    height, then width. 2-D pooling is laid out as 3-D pooling with one depth window whose
+    only tap is 0, as the JIT engines' kernels run it."""
+    dims = list(zip(g.spatial, g.out, g.kernel, g.stride, g.padding, g.dilation))
+    if len(dims) == 2:
+        dims.insert(0, (1, 1, 1, 1, 0, 1))   # one depth window, one tap
+    size, out, kernel, stride, padding, dilation = np.array(dims, np.int64).T
+    # every dimension's windows at once: parameters repeated per window, windows numbered per dim
+    window = np.arange(out.sum()) - np.repeat(np.cumsum(out) - out, out)
+    start = window * np.repeat(stride, out) - np.repeat(padding, out)
+    return np.stack(_tap_bounds(start, np.repeat(size, out), np.repeat(kernel, out), np.repeat(dilation, out)))
+
+
+def inner_windows(g: Geometry) -> tuple:
+    """Per dimension, (lo, hi) with ``lo <= hi``: windows ``lo .. hi - 1`` have every tap inside
+    ``[0, size)``; the others reach into the padding or past the input."""
+    bounds = []
+    for size, out, k, s, p, d in zip(g.spatial, g.out, g.kernel, g.stride, g.padding, g.dilation):
+        lo = min(out, -(-p // s))                               # the first window starting at >= 0
+        hi = min(out, (size - 1 - (k - 1) * d + p) // s + 1)    # past the last ending at <= size - 1
+        bounds.append((lo, max(lo, hi)))
+    return tuple(bounds)
+
+
 def first_valid_index(g: Geometry) -> np.ndarray:
     """Each window's index when nothing beats the lowest value: its first in-bounds tap, as
     PyTorch reports it (it can lie past the input when a dilated window has no tap inside)."""
     firsts = [max_window_bounds(*dims)[0] for dims in zip(g.spatial, g.out, g.kernel, g.stride, g.padding,
                                                          g.dilation)]
     return flat_index(firsts, g.spatial)
+
+
+def tap_index_parts(g: Geometry) -> tuple:
+    """Per dimension, an int64 array of shape ``(kernel, out)`` followed by ones for the later
+    dimensions: ``parts[dim][j]`` is tap ``j``'s coordinate in each window times the dimension's
+    row-major stride, so the flat index of the tap at ``offsets`` in every window (shape
+    ``g.out``) is ``sum(part[j] for part, j in zip(parts, offsets))``."""
+    parts, stride = [], 1
+    for dim in reversed(range(len(g.spatial))):
+        starts = window_starts(g.out[dim], g.stride[dim], g.padding[dim])
+        coords = starts + np.arange(g.kernel[dim], dtype=np.int64)[:, None] * g.dilation[dim]
+        parts.append((coords * stride).reshape(coords.shape + (1,) * (len(g.spatial) - 1 - dim)))
+        stride *= g.spatial[dim]
+    return tuple(reversed(parts))
 
 
 # ---------------------------------------------------------------- validation

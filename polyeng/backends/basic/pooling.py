@@ -1,49 +1,39 @@
 """avg_pool2d/3d and max_pool2d/3d in numpy.
 
 Each kernel pads the input once, then visits the kernel offsets in row-major order,
-combining one strided slice (that offset's tap of every window) per offset; the window
-geometry comes from ``polyeng.ops.pooling``.
+combining one strided slice (that offset's tap of every window) per offset. The padding,
+slices, divisor and tap indices are the prepared call's (``polyeng.ops.pooling``).
 """
-import itertools
-
 import numpy as np
 
 from ...engine import dtypes as dt
-from ...ops.pooling import avg_divisor, first_valid_index, flat_index, geometry, padded_extent, tap_slices, \
-    window_starts
 
 
-def _pad(x, g, value):
-    """``x`` padded on its spatial axes as :func:`padded_extent` says, filled with ``value``."""
-    extents = padded_extent(g)
+def _pad(x, p, value):
+    """``x`` padded on its spatial axes by ``p.padded_extent``, filled with ``value``."""
+    extents, spatial = p.padded_extent, p.geometry.spatial
     if all(left == 0 and right == 0 for left, right in extents):
         return x
     lead = x.shape[:x.ndim - len(extents)]
-    shape = lead + tuple(size + left + right for size, (left, right) in zip(g.spatial, extents))
+    shape = lead + tuple(size + left + right for size, (left, right) in zip(spatial, extents))
     padded = np.full(shape, value, dtype=x.dtype)
-    padded[(Ellipsis,) + tuple(slice(left, left + size) for size, (left, _) in zip(g.spatial, extents))] = x
+    padded[(Ellipsis,) + tuple(slice(left, left + size) for size, (left, _) in zip(spatial, extents))] = x
     return padded
 
 
-def _offsets(g):
-    return itertools.product(*(range(k) for k in g.kernel))
-
-
 def avg_pool2d(p, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    g = geometry(x.shape, kernel_size, stride, padding, None, ceil_mode)
-    lead = x.shape[:x.ndim - len(g.out)]
     # 16-bit storage is summed in f32 (the dispatcher normally hands f32 already)
     acc_dtype = dt.result_type(x.dtype, dt.float32)
-    total = np.zeros(lead + g.out, dtype=acc_dtype)
+    total = np.zeros(p.shape, dtype=acc_dtype)
     if total.size == 0:
         return total.astype(x.dtype)
-    padded = _pad(x, g, 0)
+    padded = _pad(x, p, 0)
     # zero padding adds nothing, so summing every tap in row-major order matches PyTorch's
     # in-bounds sum bit for bit
-    for offsets in _offsets(g):
-        total += padded[(Ellipsis,) + tap_slices(g, offsets)]
+    for _, slices in p.taps:
+        total += padded[(Ellipsis,) + slices]
     # divide (not multiply by a reciprocal) by the divisor converted to the sum's type, as PyTorch does
-    total /= avg_divisor(g, count_include_pad, divisor_override).astype(acc_dtype)
+    total /= p.divisor.astype(acc_dtype)
     return total.astype(x.dtype, copy=False)
 
 
@@ -61,24 +51,21 @@ def _lowest(dtype):
 
 
 def max_pool2d(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    g = geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
-    lead = x.shape[:x.ndim - len(g.out)]
     work = _comparable(x)
     lowest = _lowest(work.dtype)
-    best = np.full(lead + g.out, lowest, dtype=work.dtype)
+    best = np.full(p.shape, lowest, dtype=work.dtype)
     # a window whose taps never beat the lowest value reports its first in-bounds tap
-    index = np.broadcast_to(first_valid_index(g), best.shape).copy() if return_indices else None
+    index = np.broadcast_to(p.first_index, best.shape).copy() if return_indices else None
     if best.size:
-        padded = _pad(work, g, lowest)
-        starts = [window_starts(o, s, p) for o, s, p in zip(g.out, g.stride, g.padding)]
+        padded = _pad(work, p, lowest)
         is_float = work.dtype.kind == "f"
         wins = np.empty(best.shape, dtype=bool)
         nan = np.empty(best.shape, dtype=bool) if is_float else None
         # strided reads are slow: with a step along the last axis, gather each offset's taps
         # into one contiguous buffer first, so the compare, NaN test and copy read it fast
-        gathered = np.empty(best.shape, dtype=work.dtype) if g.stride[-1] > 1 else None
-        for offsets in _offsets(g):
-            taps = padded[(Ellipsis,) + tap_slices(g, offsets)]
+        gathered = np.empty(best.shape, dtype=work.dtype) if p.geometry.stride[-1] > 1 else None
+        for offsets, slices in p.taps:
+            taps = padded[(Ellipsis,) + slices]
             if gathered is not None:
                 np.copyto(gathered, taps)
                 taps = gathered
@@ -89,8 +76,8 @@ def max_pool2d(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_i
                 np.logical_or(wins, np.isnan(taps, out=nan), out=wins)
             np.copyto(best, taps, where=wins)
             if index is not None:
-                coords = [start + j * d for start, j, d in zip(starts, offsets, g.dilation)]
-                np.copyto(index, flat_index(coords, g.spatial), where=wins)
+                at = sum(part[j] for part, j in zip(p.tap_index_parts, offsets))
+                np.copyto(index, at, where=wins)
     values = best.astype(x.dtype, copy=False)
     return (values, index) if return_indices else values
 

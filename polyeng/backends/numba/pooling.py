@@ -3,11 +3,12 @@
 Every call is pooled as 3-D over a (planes, D, H, W) view (2-D pooling is 3-D pooling with
 D = 1 and a 1-tap depth window), so each storage dtype compiles one max and one avg kernel.
 The parallel loop runs over output rows. For each in-bounds input row of a window and each
-horizontal tap, the output columns whose taps all lie inside the row take a pass without
-bounds checks that LLVM vectorizes across columns; the few columns at each edge take a
-bounds-checked loop. Every output sees its taps in row-major window order, so max pooling
+horizontal tap, the inner output columns (whose taps all lie inside the row) take a pass
+without bounds checks that LLVM vectorizes across columns; the few columns at each edge loop
+over their in-bounds taps. Every output sees its taps in row-major window order, so max pooling
 reproduces PyTorch's CPU kernel (and BASIC) bit for bit, with its NaN and first-tie rules,
-and avg pooling sums in BASIC's order. The window geometry comes from ``polyeng.ops.pooling``.
+and avg pooling sums in BASIC's order. The windows' in-bounds tap ranges, inner columns,
+divisors and first-tap indices are the prepared call's (``polyeng.ops.pooling``).
 """
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from numba import prange, types
 from numba.extending import intrinsic
 
 from ...engine import dtypes as dt
-from ...ops.pooling import geometry
 from ._runtime import FASTMATH, inline, jit, launch_lock
 from ._storage import compute_dtype, kernel_view, narrow, widen
 
@@ -29,6 +29,7 @@ from ._storage import compute_dtype, kernel_view, narrow, widen
 _rows = numba.njit(nogil=True, fastmath=FASTMATH, error_model="numpy")
 
 _NO_INDEX = np.zeros((1, 1, 1, 1), dtype=np.int64)   # never touched without return_indices
+_NO_FIRST = np.zeros((1, 1, 1), dtype=np.int64)
 
 
 @intrinsic
@@ -60,30 +61,15 @@ def _tap(row, start, i, step):
 
 
 @inline
-def _first_tap(o, s, p, d):
-    """Coordinate of the first in-bounds tap of window ``o`` (past it when none is inside)."""
-    start = o * s - p
-    if start < 0:
-        start += ((-start + d - 1) // d) * d
-    return start
-
-
-@inline
-def _interior(size, out, k, s, p, d):
-    """[lo, hi): the output positions whose taps all lie inside [0, size), minus one more
-    element at the end for stride-2 pair reads."""
-    lo = min(out, (p + s - 1) // s)
-    spare = 1 if s == 2 else 0
-    hi = min(out, (size - 1 - spare - (k - 1) * d + p) // s + 1)
-    return lo, max(lo, hi)
-
-
-@inline
 def _wins(v, m):
     # PyTorch's `val > max || isnan(val)`: a later NaN takes over, ties keep the first tap
     return v > m or v != v
 
 
+# The vectorized passes read tap j of columns [lo, hi) at ``ow * stride + j * dilation -
+# padding``: that window arithmetic is inlined here for speed (a table lookup per element
+# would stop LLVM vectorizing); tests/test_pooling_engines.py, which compares every engine
+# with BASIC, guards it against the prepared geometry.
 @inline
 def _max_pass(orow, irow, xrow, lo, hi, step, shift, base, want_index):
     """One horizontal tap into the best values of columns [lo, hi)."""
@@ -98,55 +84,56 @@ def _max_pass(orow, irow, xrow, lo, hi, step, shift, base, want_index):
 
 
 @inline
-def _max_checked(orow, irow, xrow, ow, col, dw, kw, width, base, want_index):
-    """All horizontal taps of one edge column, skipping those outside the row."""
-    best = orow[ow]
-    for j in range(kw):
-        if 0 <= col < width:
+def _max_edges(orow, irow, xrow, columns, ranges, at_w, dw, base, want_index):
+    """The in-bounds horizontal taps of edge columns (``ranges`` from ``at_w`` on: see _max_rows)."""
+    for ow in columns:
+        best = orow[ow]
+        col, end = ranges[0, at_w + ow], ranges[1, at_w + ow]
+        while col < end:
             v = xrow[col]
             if _wins(widen(v), widen(best)):
                 best = v
                 if want_index:
                     irow[ow] = base + col
-        col += dw
-    orow[ow] = best
+            col += dw
+        orow[ow] = best
 
 
 @inline
-def _max_row(orow, irow, xrow, lo, hi, out_w, width, kw, sw, pw, dw, base, want_index):
-    """One in-bounds input row's taps into one output row (the row-major order per output)."""
-    for ow in range(lo):
-        _max_checked(orow, irow, xrow, ow, ow * sw - pw, dw, kw, width, base, want_index)
+def _max_inner(orow, irow, xrow, lo, hi, kw, sw, pw, dw, base, want_index):
+    """One in-bounds input row's taps into the inner columns of one output row."""
     for j in range(kw):
         # a literal step lets LLVM vectorize the reads (see _even_tap)
         if sw == 2:
             _max_pass(orow, irow, xrow, lo, hi, 2, j * dw - pw, base, want_index)
         else:
             _max_pass(orow, irow, xrow, lo, hi, sw, j * dw - pw, base, want_index)
-    for ow in range(hi, out_w):
-        _max_checked(orow, irow, xrow, ow, ow * sw - pw, dw, kw, width, base, want_index)
 
 
-# The value-only and value-and-index row updates are compiled apart, each with its flag
-# known, so both vectorize; everything above them is inlined into them.
+# The value-only and value-and-index updates of the inner columns are compiled apart, each
+# with its flag known, so both vectorize; _max_inner and _max_pass are inlined into them.
 @_rows
-def _max_row_values(orow, irow, xrow, lo, hi, out_w, width, kw, sw, pw, dw, base):
-    _max_row(orow, irow, xrow, lo, hi, out_w, width, kw, sw, pw, dw, base, False)
+def _max_inner_values(orow, irow, xrow, lo, hi, kw, sw, pw, dw, base):
+    _max_inner(orow, irow, xrow, lo, hi, kw, sw, pw, dw, base, False)
 
 
 @_rows
-def _max_row_index(orow, irow, xrow, lo, hi, out_w, width, kw, sw, pw, dw, base):
-    _max_row(orow, irow, xrow, lo, hi, out_w, width, kw, sw, pw, dw, base, True)
+def _max_inner_index(orow, irow, xrow, lo, hi, kw, sw, pw, dw, base):
+    _max_inner(orow, irow, xrow, lo, hi, kw, sw, pw, dw, base, True)
 
 
 @_rows
-def _max_rows(x, out, index, want_index, lowest, first_row, end_row, geo):
-    """Output rows [first_row, end_row), counted over (plane, od, oh)."""
-    kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw = geo
-    depth, height, width = x.shape[1], x.shape[2], x.shape[3]
+def _max_rows(x, out, index, first, want_index, lowest, first_row, end_row, ranges, row):
+    """Output rows [first_row, end_row), counted over (plane, od, oh). ``ranges`` holds the first
+    in-bounds tap (row 0) and the end (row 1) of the depth, height and width windows in turn;
+    ``first`` the index of a window where nothing wins. Each in-bounds input row of a window
+    updates the edge columns and the inner ones: every output sees its taps in row-major
+    window order."""
+    kw, sw, pw, dw, dd, dh, lo, hi = row
+    height, width = x.shape[2], x.shape[3]
     out_d, out_h, out_w = out.shape[1], out.shape[2], out.shape[3]
+    at_h, at_w = out_d, out_d + out_h
     low = lowest[0]
-    lo, hi = _interior(width, out_w, kw, sw, pw, dw)
     for r in range(first_row, end_row):
         oh = r % out_h
         od = (r // out_h) % out_d
@@ -156,28 +143,31 @@ def _max_rows(x, out, index, want_index, lowest, first_row, end_row, geo):
         for ow in range(out_w):
             orow[ow] = low
         if want_index:
-            first = (_first_tap(od, sd, pd, dd) * height + _first_tap(oh, sh, ph, dh)) * width
             for ow in range(out_w):
-                irow[ow] = first + _first_tap(ow, sw, pw, dw)
-        for a in range(kd):
-            iz = od * sd - pd + a * dd
-            if iz < 0 or iz >= depth:
-                continue
-            for b in range(kh):
-                iy = oh * sh - ph + b * dh
-                if 0 <= iy < height:
-                    if want_index:
-                        _max_row_index(orow, irow, x[p, iz, iy], lo, hi, out_w, width, kw, sw, pw, dw,
-                                       (iz * height + iy) * width)
-                    else:
-                        _max_row_values(orow, irow, x[p, iz, iy], lo, hi, out_w, width, kw, sw, pw, dw, 0)
+                irow[ow] = first[od, oh, ow]
+        # while loops: a range with a run-time step divides to count its steps, once per row
+        iz, end_z = ranges[0, od], ranges[1, od]
+        while iz < end_z:
+            iy, end_y = ranges[0, at_h + oh], ranges[1, at_h + oh]
+            while iy < end_y:
+                xrow = x[p, iz, iy]
+                base = (iz * height + iy) * width
+                _max_edges(orow, irow, xrow, range(lo), ranges, at_w, dw, base, want_index)
+                if want_index:
+                    _max_inner_index(orow, irow, xrow, lo, hi, kw, sw, pw, dw, base)
+                else:
+                    _max_inner_values(orow, irow, xrow, lo, hi, kw, sw, pw, dw, 0)
+                _max_edges(orow, irow, xrow, range(hi, out_w), ranges, at_w, dw, base, want_index)
+                iy += dh
+            iz += dd
 
 
 @jit(parallel=True)
-def _max_kernel(x, out, index, want_index, lowest, chunks, geo):
+def _max_kernel(x, out, index, first, want_index, lowest, chunks, ranges, row):
     rows = out.shape[0] * out.shape[1] * out.shape[2]
     for c in prange(chunks):
-        _max_rows(x, out, index, want_index, lowest, c * rows // chunks, (c + 1) * rows // chunks, geo)
+        _max_rows(x, out, index, first, want_index, lowest, c * rows // chunks, (c + 1) * rows // chunks,
+                  ranges, row)
 
 
 @inline
@@ -187,71 +177,60 @@ def _sum_pass(total, xrow, lo, hi, step, shift):
         total[i] += widen(_tap(xrow, shift, ow, step))
 
 
-@_rows
-def _sum_row(total, xrow, lo, hi, out_w, width, kw, sw, pw):
-    """One in-bounds input row's taps added into one row of sums, in row-major tap order."""
-    for ow in range(lo):
-        for col in range(max(ow * sw - pw, 0), min(ow * sw - pw + kw, width)):
+@inline
+def _sum_edges(total, xrow, columns, ranges, at_w):
+    """The in-bounds horizontal taps of edge columns, added (``ranges`` as in _max_rows)."""
+    for ow in columns:
+        for col in range(ranges[0, at_w + ow], ranges[1, at_w + ow]):
             total[ow] += widen(xrow[col])
+
+
+@_rows
+def _sum_inner(total, xrow, lo, hi, kw, sw, pw):
+    """One in-bounds input row's taps added into the inner columns of one row of sums."""
     for j in range(kw):
         if sw == 2:
             _sum_pass(total, xrow, lo, hi, 2, j - pw)
         else:
             _sum_pass(total, xrow, lo, hi, sw, j - pw)
-    for ow in range(hi, out_w):
-        for col in range(max(ow * sw - pw, 0), min(ow * sw - pw + kw, width)):
-            total[ow] += widen(xrow[col])
-
-
-@inline
-def _count(size, o, k, s, p, include_pad):
-    """Divisor factor of window ``o`` along one dimension (as ``avg_divisor``)."""
-    start = o * s - p
-    end = min(start + k, size + p)
-    if include_pad:
-        return end - start
-    return min(end, size) - max(start, 0)
 
 
 @_rows
-def _avg_rows(x, out, total, divisor, first_row, end_row, geo, include_pad, override):
-    """Output rows [first_row, end_row); ``total`` and ``divisor`` are one row of scratch."""
-    kd, kh, kw, sd, sh, sw, pd, ph, pw = geo
-    depth, height, width = x.shape[1], x.shape[2], x.shape[3]
+def _avg_rows(x, out, scratch, divisors, first_row, end_row, ranges, row):
+    """Output rows [first_row, end_row); ``scratch`` holds one row of sums and one of divisors,
+    ``ranges`` is as in _max_rows. Each in-bounds input row of a window is added in row-major
+    tap order."""
+    total, divisor = scratch[0], scratch[1]
+    kw, sw, pw, lo, hi = row
     out_d, out_h, out_w = out.shape[1], out.shape[2], out.shape[3]
-    lo, hi = _interior(width, out_w, kw, sw, pw, 1)
+    at_h, at_w = out_d, out_d + out_h
     for r in range(first_row, end_row):
         oh = r % out_h
         od = (r // out_h) % out_d
         p = r // (out_h * out_d)
         for ow in range(out_w):
             total[ow] = 0
-        for a in range(kd):
-            iz = od * sd - pd + a
-            if iz < 0 or iz >= depth:
-                continue
-            for b in range(kh):
-                iy = oh * sh - ph + b
-                if iy < 0 or iy >= height:
-                    continue
-                _sum_row(total, x[p, iz, iy], lo, hi, out_w, width, kw, sw, pw)
-        outer = _count(depth, od, kd, sd, pd, include_pad) * _count(height, oh, kh, sh, ph, include_pad)
+        for iz in range(ranges[0, od], ranges[1, od]):
+            for iy in range(ranges[0, at_h + oh], ranges[1, at_h + oh]):
+                xrow = x[p, iz, iy]
+                _sum_edges(total, xrow, range(lo), ranges, at_w)
+                _sum_inner(total, xrow, lo, hi, kw, sw, pw)
+                _sum_edges(total, xrow, range(hi, out_w), ranges, at_w)
         for ow in range(out_w):
             # the int64 divisor converted to the sum's type, then a true division (as PyTorch)
-            divisor[ow] = override if override != 0 else outer * _count(width, ow, kw, sw, pw, include_pad)
+            divisor[ow] = divisors[od, oh, ow]
         orow = out[p, od, oh]
         for ow in range(out_w):
             orow[ow] = narrow(total[ow] / divisor[ow], orow)
 
 
 @jit(parallel=True)
-def _avg_kernel(x, out, scratch, geo, include_pad, override):
+def _avg_kernel(x, out, scratch, divisors, ranges, row):
     rows = out.shape[0] * out.shape[1] * out.shape[2]
     chunks = scratch.shape[0]
     # one chunk of rows per scratch row: the sums and divisors live there, in compute precision
     for c in prange(chunks):
-        _avg_rows(x, out, scratch[c, 0], scratch[c, 1], c * rows // chunks, (c + 1) * rows // chunks, geo,
-                  include_pad, override)
+        _avg_rows(x, out, scratch[c], divisors, c * rows // chunks, (c + 1) * rows // chunks, ranges, row)
 
 
 # ---------------------------------------------------------------- Python side
@@ -275,50 +254,53 @@ def _view(a):
     return a.view(np.uint8) if a.dtype == dt.bool_ else kernel_view(a)
 
 
-def _as_3d(x, nd, kernel, stride, padding, dilation):
-    """``x`` as a C-contiguous (planes, D, H, W) kernel view, and the 3-D window parameters."""
-    spatial = x.shape[x.ndim - nd:]
-    if nd == 2:
-        spatial = (1,) + spatial
-        kernel, stride, padding, dilation = (1,) + kernel, (1,) + stride, (0,) + padding, (1,) + dilation
+def _as_3d(x, p):
+    """``x`` as a C-contiguous (planes, D, H, W) kernel view, the output shape of that view, and
+    the inner columns [lo, hi) the vectorized passes take."""
+    g = p.geometry
+    spatial, out = g.spatial, g.out
+    if len(spatial) == 2:
+        spatial, out = (1,) + spatial, (1,) + out
     view = _view(np.ascontiguousarray(x)).reshape((-1,) + spatial)
-    return view, kernel + stride + padding + dilation
+    lo, hi = p.inner[-1]
+    if g.stride[-1] == 2:
+        hi = max(lo, hi - 1)   # a pair read also loads the element after the last tap (see _even_tap)
+    return view, view.shape[:1] + out, lo, hi
 
 
 def max_pool2d(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    nd = len(kernel_size)
-    g = geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
-    shape = x.shape[:x.ndim - nd] + g.out
-    out = np.empty(shape, dtype=x.dtype)
-    index = np.empty(shape, dtype=np.int64) if return_indices else _NO_INDEX
+    out = np.empty(p.shape, dtype=x.dtype)
+    index = np.empty(p.shape, dtype=np.int64) if return_indices else _NO_INDEX
     if out.size:
         lowest = _LOWEST.get(x.dtype)
         if lowest is None:
             lowest = _LOWEST[x.dtype] = _lowest(x.dtype)
-        view, params = _as_3d(x, nd, g.kernel, g.stride, g.padding, g.dilation)
-        out_shape = view.shape[:1] + ((1,) if nd == 2 else ()) + g.out
+        g = p.geometry
+        view, out_shape, lo, hi = _as_3d(x, p)
+        first = p.first_index.reshape(out_shape[1:]) if return_indices else _NO_FIRST
+        dilation = ((1,) + g.dilation)[-3:]
+        row = (g.kernel[-1], g.stride[-1], g.padding[-1], g.dilation[-1], dilation[0], dilation[1], lo, hi)
         with launch_lock:
             _max_kernel(view, _view(out).reshape(out_shape), index.reshape(out_shape) if return_indices else index,
-                        return_indices, lowest, min(out_shape[0] * out_shape[1] * out_shape[2], _CHUNKS), params)
+                        first, return_indices, lowest, min(out_shape[0] * out_shape[1] * out_shape[2], _CHUNKS),
+                        p.tap_ranges, row)
     return (out, index) if return_indices else out
 
 
 def avg_pool2d(p, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    nd = len(kernel_size)
-    g = geometry(x.shape, kernel_size, stride, padding, None, ceil_mode)
-    out = np.empty(x.shape[:x.ndim - nd] + g.out, dtype=x.dtype)
+    out = np.empty(p.shape, dtype=x.dtype)
     if out.size:
-        view, params = _as_3d(x, nd, g.kernel, g.stride, g.padding, (1,) * nd)
-        out_shape = view.shape[:1] + ((1,) if nd == 2 else ()) + g.out
+        g = p.geometry
+        view, out_shape, lo, hi = _as_3d(x, p)
         rows = out_shape[0] * out_shape[1] * out_shape[2]
         scratch = np.empty((min(rows, _CHUNKS), 2, g.out[-1]), dtype=compute_dtype(x.dtype))
         with launch_lock:
-            _avg_kernel(view, kernel_view(out).reshape(out_shape), scratch, params[:9], count_include_pad,
-                        divisor_override or 0)
+            _avg_kernel(view, kernel_view(out).reshape(out_shape), scratch, p.divisor.reshape(out_shape[1:]),
+                        p.tap_ranges, (g.kernel[-1], g.stride[-1], g.padding[-1], lo, hi))
     return out
 
 
-# 2-D and 3-D pooling share their kernels (2-D runs as 3-D with a 1-tap depth window)
-# 2-D and 3-D take the same keyword arguments: one function serves both ranks.
+# 2-D and 3-D pooling share their kernels (2-D runs as 3-D with a 1-tap depth window), and
+# take the same keyword arguments: one function serves both ranks.
 avg_pool3d = avg_pool2d
 max_pool3d = max_pool2d

@@ -1,31 +1,8 @@
-// avg_pool2d/3d and max_pool2d/3d, one work item per output element; 2-D pooling runs as
-// 3-D with a depth of 1. `dims` holds the input sizes (D, H, W), the output sizes (OD, OH,
-// OW) and, for max pooling, the dilation (DD, DH, DW). `lo`/`hi` hold per output position the
-// in-bounds tap range of each dimension, concatenated over depth, height, width (computed
-// on the host from the shared window geometry). 64-bit indices throughout.
-
-// avg pooling: the in-bounds taps summed in row-major order (padding zeros add nothing),
-// then divided by the host's divisor table converted to `real`.
-__kernel void avg_pool(__global const elem *x, __global elem *y, const ulong n,
-                       __global const long *dims, __global const long *lo, __global const long *hi,
-                       __global const long *divisor) {
-    const size_t i = get_global_id(0);
-    if (i >= n) return;
-    const long H = dims[1], W = dims[2], OD = dims[3], OH = dims[4], OW = dims[5];
-    const long out_plane = OD * OH * OW;
-    const long plane = (long)i / out_plane;
-    const long o = (long)i - plane * out_plane;
-    const long ow = o % OW, oh = (o / OW) % OH, od = o / (OW * OH);
-    const size_t base = (size_t)plane * (size_t)(dims[0] * H * W);
-    real total = (real)0;
-    for (long d = lo[od]; d < hi[od]; ++d)
-        for (long h = lo[OD + oh]; h < hi[OD + oh]; ++h) {
-            const size_t row = base + (size_t)((d * H + h) * W);
-            for (long w = lo[OD + OH + ow]; w < hi[OD + OH + ow]; ++w)
-                total += LOAD(x, row + (size_t)w);
-        }
-    STORE(y, i, total / (real)divisor[o]);
-}
+// avg_pool2d/3d and max_pool2d/3d; 2-D pooling runs as 3-D with a depth of 1. The host
+// hands over what the shared window geometry says: sizes, strides, paddings, dilations, the
+// average divisor of each output position and, with WITH_INDEX, the index each max window
+// reports when nothing in it beats the lowest value (`first`, one per output position of a
+// plane). 64-bit indices throughout.
 
 // max pooling compares a key: `real` for float storage (read through LOAD), the stored
 // integer type for ints and bool (INT_KEY). The winning element itself is copied as a raw
@@ -56,29 +33,30 @@ typedef real key;
 #define STORE_LOWEST(p, i) STORE((__global elem *)(p), i, LOWEST)
 #endif
 
+// Integer and bool max pooling, one work item per output element. `dims` holds the input
+// sizes (D, H, W), the output sizes (OD, OH, OW) and the dilation (DD, DH, DW); `ranges` the
+// first in-bounds tap of every depth, height and width window in turn, then their ends.
 __kernel void max_pool(__global const word *x, __global word *y,
 #ifdef WITH_INDEX
-                       __global long *index,
+                       __global long *index, __global const long *first,
 #endif
-                       const ulong n, __global const long *dims, __global const long *lo,
-                       __global const long *hi) {
+                       const ulong n, __global const long *dims, __global const long *ranges) {
     const size_t i = get_global_id(0);
     if (i >= n) return;
     const long H = dims[1], W = dims[2], OD = dims[3], OH = dims[4], OW = dims[5];
     const long DD = dims[6], DH = dims[7], DW = dims[8];
+    __global const long *lo = ranges, *hi = ranges + OD + OH + OW;
     const long out_plane = OD * OH * OW;
     const long plane = (long)i / out_plane;
     const long o = (long)i - plane * out_plane;
     const long ow = o % OW, oh = (o / OW) % OH, od = o / (OW * OH);
     const size_t base = (size_t)plane * (size_t)(dims[0] * H * W);
-    const long d0 = lo[od], h0 = lo[OD + oh], w0 = lo[OD + OH + ow];
-    // a window where nothing beats the lowest value reports its first in-bounds tap
-    long best_at = (d0 * H + h0) * W + w0;
+    long best_at = 0;
     int won = 0;
     key best = LOWEST;
-    for (long d = d0; d < hi[od]; d += DD)
-        for (long h = h0; h < hi[OD + oh]; h += DH)
-            for (long w = w0; w < hi[OD + OH + ow]; w += DW) {
+    for (long d = lo[od]; d < hi[od]; d += DD)
+        for (long h = lo[OD + oh]; h < hi[OD + oh]; h += DH)
+            for (long w = lo[OD + OH + ow]; w < hi[OD + OH + ow]; w += DW) {
                 const long at = (d * H + h) * W + w;
                 const key v = KEY(x, base + (size_t)at);
                 if (WINS(v, best)) {
@@ -92,21 +70,19 @@ __kernel void max_pool(__global const word *x, __global word *y,
     else
         STORE_LOWEST(y, i);
 #ifdef WITH_INDEX
-    index[i] = best_at;
+    index[i] = won ? best_at : first[o];
 #endif
-}
-
-// the first in-bounds tap of a window starting at s with dilation dil
-inline long first_tap(long s, long dil) {
-    return s < 0 ? s + (-s + dil - 1) / dil * dil : s;
 }
 
 #ifdef STORAGE
 // Float pooling, 16 adjacent output columns per work item (range (ceil(OW / 16), OH,
-// planes * OD)), taps in the same row-major order as the kernels above. A tap's input columns
-// are one vector load when they lie inside the row (stride 1, or stride 2 from two loads),
-// else 16 clamped loads with a mask (a window over the left edge, other strides).
-// Lanes past OW are computed and not stored.
+// planes * OD)), taps in the same row-major order as max_pool. A tap's input columns are one
+// vector load when they lie inside the row (stride 1, or stride 2 from two loads), else 16
+// clamped loads with a mask (a window over the left edge, other strides). Lanes past OW are
+// computed and not stored.
+// Each tap's coordinate (window start + tap offset * dilation) and its bounds test are
+// inlined in the loops below for speed, where a table lookup per tap and lane would cost
+// more; tests/test_pooling_engines.py, which compares every engine with BASIC, guards them.
 inline realv tap16(__global const elem *x, size_t row, long p0, long W, long step, int lanes, long avail,
                    int16 *valid) {
     // the vector path reads up to step * 16 elements from p0: lanes past `lanes` (not stored)
@@ -168,7 +144,7 @@ __kernel void avg_pool16(__global const elem *x, __global elem *y, const long D,
 
 __kernel void max_pool16(__global const elem *x, __global word *y,
 #ifdef WITH_INDEX
-                         __global long *index,
+                         __global long *index, __global const long *first,
 #endif
                          const long D, const long H, const long W, const long OD, const long OH, const long OW,
                          const long planes, const long SD, const long SH, const long SW,
@@ -176,10 +152,7 @@ __kernel void max_pool16(__global const elem *x, __global word *y,
                          const long KD, const long KH, const long KW) {
     POSITION16
     const long16 lane = (long16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const long16 wfirst = (long16)w0 + lane * SW;
-    const long16 skip = select((long16)0, (-wfirst + DW - 1) / DW, wfirst < 0);
-    // a window where nothing beats the lowest value reports its first in-bounds tap
-    long16 best_at = (long16)((first_tap(d0, DD) * H + first_tap(h0, DH)) * W) + wfirst + skip * DW;
+    long16 best_at = (long16)0;
     realv best = (realv)(-INFINITY);
     int16 won = (int16)0;
     for (long kd = 0; kd < KD; ++kd) {
@@ -212,7 +185,7 @@ __kernel void max_pool16(__global const elem *x, __global word *y,
         else
             STORE_LOWEST(y, at_out + l);
 #ifdef WITH_INDEX
-        index[at_out + l] = at[l];
+        index[at_out + l] = any[l] ? at[l] : first[(size_t)(od * OH + oh) * OW + ow + l];
 #endif
     }
 }
