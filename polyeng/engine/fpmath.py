@@ -7,29 +7,24 @@ its kernel supports, and ``explain`` and verbose show it.
 from __future__ import annotations
 
 import contextvars
-import enum
 import os
 
 import numpy as np
 
 from . import dtypes as dt
 from .mixed_precision import Category
+from .names import NameEnum
 from .scopes import Scoped
 
 ENV_FP_MATH_MODE = "POLYENG_DEFAULT_FP_MATH_MODE"
 
 
-class FpMathMode(str, enum.Enum):
+class FpMathMode(NameEnum):
     STRICT = "strict"
     BF16 = "bf16"
     F16 = "f16"
     TF32 = "tf32"
     ANY = "any"
-
-    def __str__(self) -> str:
-        return self.value
-
-    __format__ = str.__format__
 
 
 # The compatibility lattice, in one table: the types each mode allows f32 work to be computed

@@ -7,22 +7,17 @@ one op's rule inside a ``with conversion_override(...)`` block without touching 
 from __future__ import annotations
 
 import contextvars
-import enum
 import threading
 from typing import Callable
 
+from .names import NameEnum
 from .scopes import Scoped
 
 
-class Category(str, enum.Enum):
+class Category(NameEnum):
     ALLOW = "allow"     # may compute in a lower-precision type (matmul, linear, lstm)
     FOLLOW = "follow"   # computes in its input dtype (data movement, pooling, gelu...)
     DENY = "deny"       # always computes in at least f32 (softmax, layer_norm)
-
-    def __str__(self) -> str:
-        return self.value
-
-    __format__ = str.__format__
 
 
 # The integer codes of the mixed precision proposal, accepted as a rule's first element.

@@ -4,16 +4,22 @@ from __future__ import annotations
 import enum
 
 
-class Engine(str, enum.Enum):
+class NameEnum(str, enum.Enum):
+    """An enum of names that prints, formats and compares as its value (``Engine.NUMBA == "numba"``)."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    __format__ = str.__format__
+
+
+class Engine(NameEnum):
     """Built-in engine names. Anywhere an engine is taken, a case-insensitive string works too."""
 
     RECOMMEND = "recommend"
     BASIC = "basic"
     NUMBA = "numba"
     OPENCL = "opencl"
-
-    def __str__(self) -> str:
-        return self.value
 
     @classmethod
     def _missing_(cls, value):
@@ -23,8 +29,6 @@ class Engine(str, enum.Enum):
                 if member.value == lowered:
                     return member
         return None
-
-    __format__ = str.__format__
 
 
 def engine_name(value) -> str:
