@@ -151,3 +151,20 @@ def test_a_run_lists_engines_it_did_not_reach_as_not_probed():
     assert verdicts["basic"] == "chosen"
     assert verdicts["numba"] == verdicts["opencl"] == NOT_PROBED
     assert all(c.verdict != NOT_PROBED for c in polyeng.explain("softmax", x).candidates)
+
+
+def test_facts_given_later_are_built_when_first_read_and_once():
+    from polyeng.engine.call import later
+    built = []
+    p = Prepared((2,), np.float32, table=later(lambda: built.append(1) or np.arange(3)), plain=5)
+    assert built == [] and p.plain == 5 and "<later>" in repr(p)
+    assert p.table.tolist() == [0, 1, 2] and p.table is p.table and built == [1]
+    with pytest.raises(AttributeError, match="no fact 'missing'"):
+        p.missing
+
+
+def test_explain_builds_no_window_tables_for_huge_placeholder_inputs():
+    # a (200000, 200000) output: its divisor or index table alone would be 320 GB
+    x = np.broadcast_to(np.zeros((), np.float32), (1, 1, 400000, 400000))
+    assert polyeng.explain("avg_pool2d", x, 2).engine
+    assert polyeng.explain("max_pool2d", x, 2, return_indices=True).engine

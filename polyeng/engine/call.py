@@ -18,15 +18,38 @@ class Prepared:
     promoted dtypes, broadcast shapes. It depends on shapes, dtypes and options only, never
     on array values, so a cached plan keeps it for every later call of the same signature.
     Built-in kernels are called as ``kernel(prepared, **args)`` and never recompute it.
+
+    A fact given as ``later(fn)`` is computed by ``fn()`` when a kernel first reads it: tables
+    one engine's kernels need are not built for a call another engine runs, nor by ``explain``
+    (whose placeholder inputs may describe arrays far too large to hold such tables).
     """
 
     def __init__(self, shape, dtype, **facts):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-        self.__dict__.update(facts)
+        self._later = {name: value.fn for name, value in facts.items() if isinstance(value, later)}
+        self.__dict__.update((name, value) for name, value in facts.items() if not isinstance(value, later))
+
+    def __getattr__(self, name):   # only reached for a fact not computed yet
+        fn = self.__dict__.get("_later", {}).get(name)
+        if fn is None:
+            raise AttributeError(f"prepared call has no fact {name!r}")
+        value = self.__dict__[name] = fn()   # two threads may both compute it: same value
+        return value
 
     def __repr__(self) -> str:
-        return "Prepared(" + ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items()) + ")"
+        shown = {k: v for k, v in self.__dict__.items() if k != "_later"}
+        shown.update((k, "<later>") for k in self._later if k not in shown)
+        return "Prepared(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+
+class later:
+    """A prepared fact computed on first use (see :class:`Prepared`)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import OpSpec, Prepared, later
 from ..engine.dispatch import run
 from . import _checks as check
 from . import _recommend
@@ -97,7 +97,7 @@ def _prepare_avg(args) -> Prepared:
     x = args["x"]
     g = geometry(x.shape, args["kernel_size"], args["stride"], args["padding"], None, args["ceil_mode"])
     return Prepared(tuple(x.shape[:-len(g.out)]) + g.out, x.dtype, **_windows(g),
-                    divisor=avg_divisor(g, args["count_include_pad"], args["divisor_override"]))
+                    divisor=later(lambda: avg_divisor(g, args["count_include_pad"], args["divisor_override"])))
 
 
 def _prepare_max(args) -> Prepared:
@@ -109,8 +109,8 @@ def _prepare_max(args) -> Prepared:
                  args["ceil_mode"])
     indices = args["return_indices"]
     return Prepared(tuple(x.shape[:-len(g.out)]) + g.out, x.dtype, **_windows(g),
-                    first_index=first_valid_index(g) if indices else None,
-                    tap_index_parts=tap_index_parts(g) if indices else None)
+                    first_index=later(lambda: first_valid_index(g)) if indices else None,
+                    tap_index_parts=later(lambda: tap_index_parts(g)) if indices else None)
 
 
 def _windows(g: Geometry) -> dict:
@@ -125,8 +125,9 @@ def _windows(g: Geometry) -> dict:
       (:func:`padded_extent`) and the slices that pick each tap of every window from it
       (:func:`tap_slices`).
     """
-    return {"geometry": g, "tap_ranges": tap_ranges(g), "inner": inner_windows(g),
-            "padded_extent": padded_extent(g), "taps": tap_slices(g)}
+    # each engine's kernels read some of these: built when first read (see Prepared)
+    return {"geometry": g, "tap_ranges": later(lambda: tap_ranges(g)), "inner": later(lambda: inner_windows(g)),
+            "padded_extent": later(lambda: padded_extent(g)), "taps": later(lambda: tap_slices(g))}
 
 
 def window_starts(out_size: int, stride: int, padding: int) -> np.ndarray:

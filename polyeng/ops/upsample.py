@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import OpSpec, Prepared, later
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -128,13 +128,12 @@ def output_spatial(in_spatial, size, scale_factor) -> tuple:
 
 
 def _prepare_bilinear(args) -> Prepared:
-    """The output shape, ``coordinates`` (:func:`linear_source` of H and W), and ``read_rows`` and
-    ``read_slots`` (:func:`rows_read` of H), for kernels that interpolate along W first."""
+    """The output shape, ``coordinates`` (:func:`linear_source` of H and W), and ``rows_read``
+    (:func:`rows_read` of H, built when first read), for kernels that interpolate along W first."""
     x = args["x"]
     coordinates = bilinear_coordinates(args, x.dtype)
-    read_rows, read_slots = rows_read(*coordinates[0][:2])
-    return Prepared(_output_shape(args), x.dtype, coordinates=coordinates, read_rows=read_rows,
-                    read_slots=read_slots)
+    return Prepared(_output_shape(args), x.dtype, coordinates=coordinates,
+                    rows_read=later(lambda: rows_read(*coordinates[0][:2])))
 
 
 def _prepare_nearest(args) -> Prepared:

@@ -146,6 +146,6 @@ def upsample_bilinear2d(p, x, size, scale_factor, align_corners):
     source = kernel_view(np.ascontiguousarray(x)).reshape(planes, in_h, in_w)
     # unsigned column indices: the gathers need no negative-index test
     launch(_bilinear, out.nbytes, source, lh0, lh1, w0.astype(np.uintp), w1.astype(np.uintp), lw0, lw1,
-           _pair_range(w0, w1, in_w), p.read_rows, *p.read_slots, rows_per_task,
+           _pair_range(w0, w1, in_w), p.rows_read[0], *p.rows_read[1], rows_per_task,
            kernel_view(out).reshape(planes, len(h0), len(w0)))
     return out

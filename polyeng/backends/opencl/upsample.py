@@ -94,8 +94,8 @@ def upsample_bilinear2d(p, x, size, scale_factor, align_corners):
     if out.size:
         real = lw0.dtype   # the coordinates' arithmetic type: f64 for f64 data, else f32
         # the source rows some output reads, and each output row's two among them
-        used = p.read_rows
-        index = enqueue.upload(_indices(used, *p.read_slots, w0, w1))
+        used, slots = p.rows_read
+        index = enqueue.upload(_indices(used, *slots, w0, w1))
         weight = enqueue.upload(np.concatenate([lh0, lh1, lw0, lw1]))
         rows = enqueue.empty((planes, len(used), ow), real)
         options = enqueue.float_options(tx.dtype)
