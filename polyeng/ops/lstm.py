@@ -1,6 +1,6 @@
 """lstm: a multi-layer, optionally bidirectional LSTM over a sequence (torch.nn.LSTM without proj_size).
 
-The shape arithmetic (``LstmShape``, ``param_shapes``, ``time_major_axes``) lives here so that
+The shape arithmetic (``LstmShape``, ``param_shapes``) lives here so that
 every engine's kernel reads the same geometry from the validated arguments.
 """
 from __future__ import annotations
@@ -55,6 +55,11 @@ class LstmShape:
         return lead + ((self.hidden_size,) if self.unbatched else (self.batch, self.hidden_size))
 
     @property
+    def time_major_axes(self) -> tuple | None:
+        """Axes that turn batched ``x`` into (L, N, in) (and y back), or None when none are needed."""
+        return (1, 0, 2) if self.batch_first and not self.unbatched else None
+
+    @property
     def output_shape(self) -> tuple:
         """Shape of y."""
         feat = self.num_directions * self.hidden_size
@@ -104,11 +109,6 @@ def geometry(x_shape, params, batch_first: bool, bidirectional: bool) -> LstmSha
     return LstmShape(seq_len=int(seq_len), batch=int(batch), input_size=int(x_shape[-1]),
                      hidden_size=hidden_size(params), num_layers=len(params) // directions,
                      num_directions=directions, batch_first=bool(batch_first), unbatched=unbatched)
-
-
-def time_major_axes(shape: LstmShape) -> tuple | None:
-    """Axes that turn batched ``x`` into (L, N, in) (and y back), or None when none are needed."""
-    return (1, 0, 2) if shape.batch_first and not shape.unbatched else None
 
 
 def _param_name(index: int, role: int, layer: int, direction: int, directions: int) -> str:

@@ -2,8 +2,6 @@
 a loop over time steps applies the recurrence to the whole batch at once."""
 import numpy as np
 
-from ...ops.lstm import time_major_axes
-
 
 def _sigmoid(v):
     # exp(-v) overflows to inf for very negative v, and 1 / (1 + inf) = 0 is the right answer
@@ -33,7 +31,7 @@ def lstm(p, x, params, h0, c0, batch_first, bidirectional):
     shape = p.geometry
     dtype = x.dtype
     seq = x[:, None, :] if shape.unbatched else x
-    axes = time_major_axes(shape)
+    axes = shape.time_major_axes
     if axes is not None:
         seq = seq.transpose(axes)
     # states as (layers * directions, N, H), whatever the caller's layout
