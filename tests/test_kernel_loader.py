@@ -168,3 +168,104 @@ def test_explain_builds_no_window_tables_for_huge_placeholder_inputs():
     x = np.broadcast_to(np.zeros((), np.float32), (1, 1, 400000, 400000))
     assert polyeng.explain("avg_pool2d", x, 2).engine
     assert polyeng.explain("max_pool2d", x, 2, return_indices=True).engine
+
+
+def test_the_source_scan_reads_bindings_not_text(tmp_path, monkeypatch):
+    (tmp_path / "scanned.py").write_text(textwrap.dedent('''\
+        """Docstring mentioning
+        softmax = not a definition
+        """
+        import numpy as np
+        from math import erf as gelu
+        text = """
+        log_softmax = inside a string
+        """
+        if np.__version__:
+            def layer_norm(p, x):
+                return x
+        else:
+            layer_norm = None
+        try:
+            cast = np.asarray
+        except ImportError:
+            pass
+        matmul, linear = 1, 2
+        lstm: int = 3
+        select: int
+        async def concat(p):
+            pass
+        class permute_contiguous:
+            pass
+        call(softmax=1)
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = _loader._top_level_names("scanned")
+    assert {"np", "gelu", "text", "layer_norm", "cast", "matmul", "linear", "lstm", "concat",
+            "permute_contiguous"} <= names
+    assert not names & {"softmax", "log_softmax", "select"}
+
+
+def test_a_cached_plan_keeps_no_input_array_alive():
+    import gc
+    import weakref
+    for op in (polyeng.avg_pool2d, polyeng.max_pool2d, polyeng.upsample_bilinear2d):
+        x = np.ones((1, 1, 8, 8), np.float32)
+        ref = weakref.ref(x)
+        if op is polyeng.upsample_bilinear2d:
+            op(x, scale_factor=2)
+        else:
+            op(x, 2)
+        del x
+        gc.collect()
+        assert ref() is None, op.__name__
+    # nor do prepared facts not read yet
+    for name, kwargs in (("avg_pool2d", dict(kernel_size=2, stride=None, padding=0, ceil_mode=False,
+                                             count_include_pad=True, divisor_override=None)),
+                         ("max_pool2d", dict(kernel_size=2, stride=None, padding=0, dilation=1, ceil_mode=False,
+                                             return_indices=True)),
+                         ("upsample_bilinear2d", dict(size=None, scale_factor=2, align_corners=False))):
+        x = np.ones((1, 1, 8, 8), np.float32)
+        ref = weakref.ref(x)
+        prepared = OPS[name].prepare(OPS[name].validate(x=x, **kwargs))
+        del x
+        gc.collect()
+        assert ref() is None and prepared._later, name
+
+
+def test_a_lazy_kernel_whose_module_fails_to_import_falls_back_with_a_warning(tmp_path, monkeypatch, backends):
+    package = tmp_path / "broken_engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "activation.py").write_text("raise RuntimeError('kernel library missing')\ndef gelu(p, x, approximate):\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Broken:
+        @polyeng.hookimpl
+        def polyeng_register(self, registry):
+            registry.add_engine("broken")
+            _loader.register_kernels(registry, "broken", "broken_engine")
+    backends(Broken())
+    x = np.linspace(-2, 2, 7, dtype=np.float32)
+    with polyeng.compute_eng("broken"):
+        assert polyeng.explain("gelu", x).engine == "broken"   # not mistaken for a limit
+        with pytest.warns(polyeng.FallbackWarning, match="kernel library missing"):
+            y = polyeng.gelu(x)
+    np.testing.assert_array_equal(y, polyeng.gelu(x))
+
+
+def test_builtin_kernels_are_found_when_polyeng_is_imported_from_a_zip(tmp_path):
+    import pathlib
+    import zipfile
+    root = pathlib.Path(polyeng.__file__).parent
+    archive = tmp_path / "polyeng.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in root.rglob("*"):
+            if path.suffix in (".py", ".cl"):
+                zf.write(path, path.relative_to(root.parent))
+    code = ("import numpy as np, polyeng; assert polyeng.__file__.startswith(%r); "
+            "print(float(polyeng.softmax(np.ones(4, np.float32)).sum()), "
+            "sorted(e.name for e in polyeng.engines() if len(e.ops) == 17))" % str(archive))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(archive)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split(None, 1) == ["1.0", "['basic', 'numba', 'opencl']\n"]

@@ -8,15 +8,15 @@ keyword arguments are the validated ones. A kernel may carry ``kernel.accepts = 
 ``rule(call) -> None | reason`` for a limit of that kernel alone (see :func:`limit`).
 
 Engines whose library is heavy (numba, pyopencl) register lazy kernels: whether a family file
-defines an op is read from its source, and the module is imported when the kernel is first
+defines an op is read from its source (parsed, never run), and the module is imported when the kernel is first
 needed, so registering an engine imports nothing of it.
 """
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
 import importlib.util
-import re
 import threading
 
 from ..engine.call import OPS
@@ -34,19 +34,38 @@ def limit(rule):
 
 @functools.lru_cache(maxsize=None)
 def _top_level_names(module_name: str) -> frozenset:
-    """Names a module defines at top level (``def name(`` or ``name =``), read from its source."""
+    """Names a module binds at top level (functions, classes, assignments, imports, also inside
+    top-level ``if``/``try`` blocks), read from its source without importing it."""
     spec = importlib.util.find_spec(module_name)
     if spec is None:
         return frozenset()
-    origin = spec.origin or ""
-    if not origin.endswith(".py"):   # no source to read (compiled only): import it
+    try:
+        source = spec.loader.get_source(module_name)   # also from a zip or another loader
+    except Exception:
+        source = None
+    if source is None:   # no source to read (compiled only): import it
         return frozenset(vars(importlib.import_module(module_name)))
-    with open(origin, encoding="utf-8") as f:
-        source = f.read()
-    return frozenset(m.group(1) or m.group(2) for m in _DEFINITION.finditer(source))
+    return frozenset(_bound_names(ast.parse(source).body))
 
 
-_DEFINITION = re.compile(r"^(?:def\s+(\w+)\s*\(|(\w+)\s*(?::[^=\n]*)?=(?!=))", re.MULTILINE)
+def _bound_names(statements) -> set:
+    names = set()
+    for node in statements:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if node.value else []
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.If):
+            names |= _bound_names(node.body) | _bound_names(node.orelse)
+        elif isinstance(node, ast.Try):
+            names |= _bound_names(node.body) | _bound_names(node.orelse) | _bound_names(node.finalbody)
+            for handler in node.handlers:
+                names |= _bound_names(handler.body)
+    return names
 
 
 class LazyKernel:
@@ -70,7 +89,13 @@ class LazyKernel:
         return self.fn
 
     def rejection(self, call):
-        rule = getattr(self.load(), "accepts", None)
+        try:
+            fn = self.load()
+        except Exception:
+            # a module that fails to import is a run-time failure of the kernel, not a limit:
+            # accepted here, the call fails when run and falls back with a FallbackWarning
+            return None
+        rule = getattr(fn, "accepts", None)
         return rule(call) if rule is not None else None
 
     def __repr__(self) -> str:
@@ -93,7 +118,9 @@ def register_kernels(registry, engine: str, package: str, *, lazy: bool = True, 
             kernel = LazyKernel(module, spec.name)
             own_rule = kernel.rejection
         else:
-            kernel = getattr(importlib.import_module(module), spec.name)
+            kernel = getattr(importlib.import_module(module), spec.name, None)
+            if kernel is None:   # bound by the source, not by the module as imported
+                continue
             own = getattr(kernel, "accepts", None)
             own_rule = own if own is not None else _accept
         shared = engine_rule(spec) if engine_rule is not None else None

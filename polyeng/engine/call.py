@@ -35,11 +35,12 @@ class Prepared:
         if fn is None:
             raise AttributeError(f"prepared call has no fact {name!r}")
         value = self.__dict__[name] = fn()   # two threads may both compute it: same value
+        self._later.pop(name, None)          # nothing the function captured is kept any longer
         return value
 
     def __repr__(self) -> str:
         shown = {k: v for k, v in self.__dict__.items() if k != "_later"}
-        shown.update((k, "<later>") for k in self._later if k not in shown)
+        shown.update((k, "<later>") for k in list(self._later) if k not in shown)
         return "Prepared(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
 

@@ -19,7 +19,7 @@ from .call import Call, OpSpec, map_arrays, op_spec, tensors_of
 from .plan_cache import Plan
 from .errors import EngineError, FallbackWarning
 from .plugins import registry
-from .selector import ACCEPTED, NOT_PROBED, Decision, choose_engine, verdict
+from .selector import ACCEPTED, CHOSEN, NOT_PROBED, Decision, choose_engine, verdict
 from .settings import current_scope
 
 try:   # numpy >= 2 keeps its error state in a context variable; setting it directly costs
@@ -84,14 +84,20 @@ def _fallback_step(spec: OpSpec, args: dict, plan: Plan, failed: str, reg):
     order = plan.decision.plan
     call = None
     for engine in order[order.index(failed) + 1:]:
-        step = plan.fallbacks.get(engine)
-        if engine not in plan.fallbacks:
+        step = plan.fallbacks.get(engine, _UNPROBED)   # one look-up: another thread may fill it
+        if step is _UNPROBED:
             call = call or make_call(spec, args)
-            step = _step(call, engine, reg) if verdict(call, reg, engine)[0] == ACCEPTED else None
+            verdict_, reason = verdict(call, reg, engine)
+            step = _step(call, engine, reg) if verdict_ == ACCEPTED else None
+            if step is None and verbose.level() >= 2:
+                verbose.dispatch_line(spec.name, engine, verdict_, reason)
             plan.fallbacks[engine] = step
         if step is not None:
             return step
     return None
+
+
+_UNPROBED = object()
 
 
 def run(spec: OpSpec, **kwargs):
@@ -103,7 +109,7 @@ def run(spec: OpSpec, **kwargs):
     level = verbose.level()
     if level >= 2:
         for c in decision.candidates:
-            if c.verdict not in ("chosen", ACCEPTED, NOT_PROBED):
+            if c.verdict not in (CHOSEN, ACCEPTED, NOT_PROBED):
                 verbose.dispatch_line(spec.name, c.engine, c.verdict, c.reason)
     step, last_failure = plan.first, None
     while step is not None:
@@ -246,6 +252,7 @@ def explain(op, *args, **kwargs) -> Decision:
     """The decision for ``op(*args, **kwargs)`` without running it. ``op`` is a name or the op
     function. Every engine is probed, so each candidate shows its verdict."""
     spec = op_spec(op)
+    registry()   # built first: validation tells the engines' device tensors from array-likes by it
     try:
         bound = inspect.signature(spec.function).bind(*args, **kwargs)
     except TypeError as exc:

@@ -58,12 +58,12 @@ class Decision:
 
 def verdict(call, registry: Registry, name: str) -> tuple:
     """(verdict, reason) of engine ``name`` for ``call``: probes its availability and its limits."""
-    kernel = registry.kernel(call.op, name)
-    if kernel is None:
-        return MISSING, f"no {call.op} kernel"
     record = registry.engines.get(name)
     if record is None:
         return MISSING, "not registered"
+    kernel = registry.kernel(call.op, name)
+    if kernel is None:
+        return MISSING, f"no {call.op} kernel"
     ok, reason = record.status()
     if not ok:
         return UNAVAILABLE, reason
@@ -140,7 +140,7 @@ def choose_engine(call, registry: Registry, scope: EngineScope, *, probe_all: bo
     plan = [chosen] + [n for n in preference if n != chosen and verdicts.get(n, (ACCEPTED,))[0] == ACCEPTED]
     candidates = [Candidate(n, CHOSEN, "") if n == chosen else
                   Candidate(n, *verdicts[n]) if n in verdicts or registry.kernel(call.op, n) is None else
-                  Candidate(n, NOT_PROBED, f"the priority order chose {chosen} before reaching it")
+                  Candidate(n, NOT_PROBED, f"the decision stopped at {chosen}")
                   for n in registry.engines]
     return Decision(call.op, chosen, step, candidates, plan=plan, user_engine=user, fallback=scope.fallback)
 

@@ -96,8 +96,11 @@ def _prepare_avg(args) -> Prepared:
     ``geometry.out``: :func:`avg_divisor`)."""
     x = args["x"]
     g = geometry(x.shape, args["kernel_size"], args["stride"], args["padding"], None, args["ceil_mode"])
+    include_pad, override = args["count_include_pad"], args["divisor_override"]
+    # later facts keep what their function reads: never the arguments, whose arrays a cached
+    # plan would keep alive
     return Prepared(tuple(x.shape[:-len(g.out)]) + g.out, x.dtype, **_windows(g),
-                    divisor=later(lambda: avg_divisor(g, args["count_include_pad"], args["divisor_override"])))
+                    divisor=later(lambda: avg_divisor(g, include_pad, override)))
 
 
 def _prepare_max(args) -> Prepared:
