@@ -112,14 +112,14 @@ def register_kernels(registry, engine: str, package: str, *, lazy: bool = True, 
     """
     for spec in OPS.values():
         module = f"{package}.{spec.family}"
-        if spec.name not in _top_level_names(module):
-            continue
         if lazy:
+            if spec.name not in _top_level_names(module):
+                continue
             kernel = LazyKernel(module, spec.name)
             own_rule = kernel.rejection
-        else:
-            kernel = getattr(importlib.import_module(module), spec.name, None)
-            if kernel is None:   # bound by the source, not by the module as imported
+        else:   # imported now: the module itself says what it binds
+            kernel = getattr(_imported(module), spec.name, None)
+            if kernel is None:
                 continue
             own = getattr(kernel, "accepts", None)
             own_rule = own if own is not None else _accept
@@ -129,6 +129,11 @@ def register_kernels(registry, engine: str, package: str, *, lazy: bool = True, 
                               compute_types=compute_types(spec) if compute_types is not None else None,
                               native_storage=native_storage)
         registry.add_kernel_record(record)
+
+
+def _imported(module_name: str):
+    """The module, or None when the package has no such family file."""
+    return importlib.import_module(module_name) if importlib.util.find_spec(module_name) is not None else None
 
 
 def _accept(call):
