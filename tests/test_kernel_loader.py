@@ -38,25 +38,32 @@ def test_the_source_scan_finds_definitions_and_aliases_but_not_support_names():
     assert _loader._top_level_names("polyeng.backends.numba.no_such_family") == frozenset()
 
 
-def test_a_family_file_without_the_function_leaves_the_op_unimplemented(tmp_path, monkeypatch, backends):
-    package = tmp_path / "partial_engine"
+def register_package_engine(name, files, tmp_path, monkeypatch, backends):
+    """An engine ``name`` whose kernels the loader finds in package ``<name>_engine`` made of
+    ``files`` (family file name -> source), registered for one test."""
+    package = tmp_path / f"{name}_engine"
     package.mkdir()
     (package / "__init__.py").write_text("")
-    (package / "softmax.py").write_text(textwrap.dedent("""
+    for family, source in files.items():
+        (package / f"{family}.py").write_text(textwrap.dedent(source))
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class PackageEngine:
+        @polyeng.hookimpl
+        def polyeng_register(self, registry):
+            registry.add_engine(name)
+            _loader.register_kernels(registry, name, package.name)
+    backends(PackageEngine())
+
+
+def test_a_family_file_without_the_function_leaves_the_op_unimplemented(tmp_path, monkeypatch, backends):
+    register_package_engine("partial", {"softmax": """
         import numpy as np
 
         def softmax(p, x, axis):
             e = np.exp(x - x.max(axis=axis, keepdims=True))
             return e / e.sum(axis=axis, keepdims=True)
-    """))
-    monkeypatch.syspath_prepend(str(tmp_path))
-
-    class Partial:
-        @polyeng.hookimpl
-        def polyeng_register(self, registry):
-            registry.add_engine("partial")
-            _loader.register_kernels(registry, "partial", "partial_engine")
-    backends(Partial())
+    """}, tmp_path, monkeypatch, backends)
     info = {e.name: e for e in polyeng.engines()}["partial"]
     assert info.ops == ("softmax",)   # log_softmax shares the family file but is not defined there
     x = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
@@ -233,18 +240,12 @@ def test_a_cached_plan_keeps_no_input_array_alive():
 
 
 def test_a_lazy_kernel_whose_module_fails_to_import_falls_back_with_a_warning(tmp_path, monkeypatch, backends):
-    package = tmp_path / "broken_engine"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "activation.py").write_text("raise RuntimeError('kernel library missing')\ndef gelu(p, x, approximate):\n    pass\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    register_package_engine("broken", {"activation": """
+        raise RuntimeError("kernel library missing")
 
-    class Broken:
-        @polyeng.hookimpl
-        def polyeng_register(self, registry):
-            registry.add_engine("broken")
-            _loader.register_kernels(registry, "broken", "broken_engine")
-    backends(Broken())
+        def gelu(p, x, approximate):
+            pass
+    """}, tmp_path, monkeypatch, backends)
     x = np.linspace(-2, 2, 7, dtype=np.float32)
     with polyeng.compute_eng("broken"):
         assert polyeng.explain("gelu", x).engine == "broken"   # not mistaken for a limit
