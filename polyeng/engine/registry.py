@@ -109,7 +109,6 @@ class Registry:
         self.engines: dict[str, EngineRecord] = {}
         self.kernels: dict[tuple[str, str], KernelRecord] = {}
         self._known_ops = known_ops
-        self._native_types: tuple = ()
         self._plugin = ""
         self.plans = PlanCache()   # decisions made with this registry, by call signature
 
@@ -124,8 +123,6 @@ class Registry:
                                        f"(by {self.engines[name].plugin or 'a plugin'})")
         self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, to_device, details,
                                           self._plugin)
-        if native_type is not None:
-            self._native_types += (native_type,)
         return self.engines[name]
 
     def add_kernel(self, op, engine, fn, accepts=None, compute_types=None, native_storage=False):
@@ -161,7 +158,7 @@ class Registry:
 
     def native_types(self) -> tuple:
         """The device tensor types engines own (what validation passes through unconverted)."""
-        return self._native_types
+        return tuple(r.native_type for r in self.engines.values() if r.native_type is not None)
 
     def info(self) -> list[EngineInfo]:
         out = []
