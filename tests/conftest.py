@@ -19,6 +19,11 @@ import pytest
 #   OpenCL still runs, skipping that engine.
 # * A run in which no test passed exits non-zero (5) even if nothing failed,
 #   e.g. when every test was skipped.
+# * A run in which a test was skipped fails (exit status 6), listing each skip and
+#   its reason, unless POLYENG_ALLOW_SKIPS opts out: "1" allows every skip, a comma
+#   list allows the skips whose reason contains one of its words
+#   (POLYENG_ALLOW_SKIPS=opencl,torch). A skip hides a comparison that did not run,
+#   so it is never silent.
 #
 # Under pytest-xdist both guards act in the controlling process only: it checks
 # the engines before any worker starts, and it receives every worker's reports.
@@ -46,11 +51,14 @@ import pytest
 # ---------------------------------------------------------------------------
 
 REQUIRE_ENGINES_VAR = "POLYENG_REQUIRE_ENGINES"
+ALLOW_SKIPS_VAR = "POLYENG_ALLOW_SKIPS"
+SKIPPED_EXIT = 6
 TEST_PLUGINS_VAR = "POLYENG_TEST_PLUGINS"
 NOTHING_PASSED_EXIT = pytest.ExitCode.NO_TESTS_COLLECTED
 REFERENCE_ENGINE = "basic"
 
 _passed = {"count": 0}
+_skipped: list = []   # (test id, reason) of every skip this run
 _test_plugins: list = []
 
 
@@ -119,6 +127,7 @@ def _engine_problems(required: list[str]) -> list[str]:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     _passed["count"] = 0
+    _skipped.clear()
     if _is_xdist_worker(session.config):
         return
     required = [name.strip() for name in os.environ.get(REQUIRE_ENGINES_VAR, "").split(",") if name.strip()]
@@ -134,6 +143,43 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.when == "call" and report.passed:
         _passed["count"] += 1
+    elif report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _skipped.append((report.nodeid, reason.removeprefix("Skipped: ")))
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.skipped:   # a module-level importorskip or skip
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _skipped.append((report.nodeid, reason.removeprefix("Skipped: ")))
+
+
+def _allowed_skip_words() -> list[str] | None:
+    """None: every skip allowed; else the words of which a skip's reason must contain one."""
+    value = os.environ.get(ALLOW_SKIPS_VAR, "").strip()
+    if value.lower() in ("1", "true", "yes", "all"):
+        return None
+    return [word.strip().lower() for word in value.split(",") if word.strip()]
+
+
+def _unallowed_skips() -> list[tuple[str, str]]:
+    words = _allowed_skip_words()
+    if words is None:
+        return []
+    return [(nodeid, reason) for nodeid, reason in _skipped
+            if not any(word in reason.lower() for word in words)]
+
+
+def _fail_run(session: pytest.Session, status: int, lines: list[str]) -> None:
+    # Setting session.exitstatus here is what pytest returns from the run.
+    session.exitstatus = status
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write("\n")  # xdist leaves the progress line open
+        for line in lines:
+            reporter.write_line(line, red=True, bold=True)
+    else:
+        print("\n".join(lines))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -144,15 +190,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             or getattr(config.option, "setupplan", False):
         return
     if _passed["count"] == 0:
-        # Setting session.exitstatus here is what pytest returns from the run.
-        session.exitstatus = NOTHING_PASSED_EXIT
-        message = "polyeng: no test passed in this run (all skipped or deselected); exit status 5"
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write("\n")  # xdist leaves the progress line open
-            reporter.write_line(message, red=True, bold=True)
-        else:
-            print(message)
+        _fail_run(session, NOTHING_PASSED_EXIT,
+                  ["polyeng: no test passed in this run (all skipped or deselected); exit status 5"])
+        return
+    skips = _unallowed_skips()
+    if skips:
+        _fail_run(session, SKIPPED_EXIT,
+                  [f"polyeng: {len(skips)} test(s) skipped; a skip fails the run (exit status {SKIPPED_EXIT}) "
+                   f"unless {ALLOW_SKIPS_VAR} allows it (1 for all, or words of the reasons: "
+                   f"{ALLOW_SKIPS_VAR}=torch,opencl):"]
+                  + [f"  {nodeid}: {reason}" for nodeid, reason in skips])
 
 
 # ---------------------------------------------------------------------------
