@@ -2,7 +2,7 @@
 from numpy import bool_, float16, float32, float64, int8, int32, int64, uint8
 from .engine.dtypes import BFLOAT16_TYPE as bfloat16
 from .engine.names import Engine
-from .engine.errors import EngineError, FallbackWarning
+from .engine.errors import EngineError, FallbackWarning, PluginError, PluginWarning
 from .engine.hookspecs import hookimpl
 from .engine.api import engines, to_device, to_numpy
 from .engine.plugins import register_backend, unregister_backend
@@ -18,7 +18,8 @@ from .ops import (avg_pool2d, avg_pool3d, cast, concat, gelu, layer_norm, linear
 __version__ = "0.1.0"
 
 __all__ = [
-    "amp", "Engine", "EngineError", "FallbackWarning", "FpMathMode", "bind", "compute_eng", "engines",
+    "amp", "Engine", "EngineError", "FallbackWarning", "PluginError", "PluginWarning", "FpMathMode", "bind",
+    "compute_eng", "engines",
     "explain", "fp_math_mode", "get_compute_eng", "get_fp_math_mode", "hookimpl", "register_backend",
     "set_compute_eng", "set_default_fp_math_mode", "to_device", "to_numpy", "unregister_backend", "verbose",
     "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int32", "int64", "uint8",

@@ -94,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         plugin = _load_plugin(spec)
         try:
             polyeng.register_backend(plugin)
-        except ValueError as exc:
+        except (TypeError, ValueError) as exc:
             raise pytest.UsageError(f"--polyeng-plugin {spec!r}: {exc}") from None
         _test_plugins.append(plugin)
 

@@ -17,7 +17,7 @@ GOOD = textwrap.dedent('''
 
         def concat(self, tensors, axis):
             import numpy as np
-            return np.concatenate(tensors + tensors, axis=axis)
+            return np.concatenate(tensors, axis=axis) * 2   # right shape and dtype, values its own
 ''')
 
 BAD_IMPORT = "raise ImportError('libfoo.so not found')\n"
@@ -48,7 +48,7 @@ CODE = textwrap.dedent('''
     for e in polyeng.engines():
         print(e.name, e.available, e.reason, ",".join(e.ops), sep="|")
     with polyeng.compute_eng("doubler"):
-        print("shape", polyeng.concat([np.ones((1, 2))], axis=0).shape)
+        print("values", polyeng.concat([np.ones((1, 2))], axis=0).tolist())
 ''')
 
 
@@ -61,7 +61,7 @@ def test_entry_point_plugin_is_loaded_and_a_broken_one_is_unavailable(tmp_path):
     assert rows["doubler"][1:] == ["True", "", "concat"]
     assert rows["broken"][1] == "False" and "libfoo.so not found" in rows["broken"][2]
     assert rows["basic"][1] == "True"
-    assert "shape (2, 2)" in out.stdout
+    assert "values [[2.0, 2.0]]" in out.stdout
 
 
 def test_autoload_can_be_switched_off(tmp_path):
@@ -86,4 +86,39 @@ def test_broken_entry_point_named_like_a_builtin_does_not_shadow_it(tmp_path):
     rows = {line.split("|")[0]: line.split("|") for line in out.stdout.splitlines() if "|" in line}
     assert rows["basic"][1] == "True"
     assert rows["basic-plugin"][1] == "False" and "libfoo.so not found" in rows["basic-plugin"][2]
-    assert "shape (1, 2)" in out.stdout
+    assert "values [[1.0, 1.0]]" in out.stdout
+
+
+BAD_ACCEPTS = textwrap.dedent('''
+    import polyeng
+
+    class BadAccepts:
+        @polyeng.hookimpl
+        def polyeng_register(self, registry):
+            registry.add_engine("nodevice")
+            registry.add_kernel("concat", "nodevice", lambda tensors, axis: tensors[0], accepts="axis=0 only")
+''')
+
+
+def test_an_entry_point_whose_hook_fails_leaves_its_engine_unavailable(tmp_path):
+    # unlike register_backend, which raises: a broken installed plugin must not break polyeng
+    site = _site(tmp_path, {"nodevice": ("nodevice_plugin", BAD_ACCEPTS, "nodevice_plugin:BadAccepts")})
+    out = _run(site, CODE.replace('with polyeng.compute_eng("doubler"):', 'if True:'))
+    assert out.returncode == 0, out.stderr
+    rows = {line.split("|")[0]: line.split("|") for line in out.stdout.splitlines() if "|" in line}
+    assert rows["nodevice"][1] == "False"
+    assert rows["nodevice"][2] == ("plugin 'nodevice' failed to register: TypeError: add_kernel('concat', "
+                                   "'nodevice'): accepts='axis=0 only' must be a callable (call -> None or a "
+                                   "reason string) or None")
+    assert "values [[1.0, 1.0]]" in out.stdout
+
+
+def test_a_bad_autoload_switch_is_an_error_on_first_use_not_on_import(tmp_path):
+    site = _site(tmp_path, {"doubler": ("doubler_plugin", GOOD, "doubler_plugin:Doubler")})
+    out = _run(site, "import polyeng; print('imported', flush=True); polyeng.engines()",
+               POLYENG_DISABLE_PLUGIN_AUTOLOAD="maybe")
+    assert out.stdout.strip() == "imported"
+    assert out.returncode != 0
+    assert out.stderr.strip().splitlines()[-1] == (
+        "ValueError: POLYENG_DISABLE_PLUGIN_AUTOLOAD='maybe' is not a switch; expected 1, true, yes or on "
+        "(autoload off), or 0, false, no, off or empty (autoload on)")

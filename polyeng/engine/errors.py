@@ -11,3 +11,11 @@ class EngineError(RuntimeError):
 
 class FallbackWarning(RuntimeWarning):
     """A kernel failed at run time and the next candidate engine ran the call instead."""
+
+
+class PluginError(ValueError):
+    """A plugin given to ``register_backend`` failed in its ``polyeng_register`` hook; it was not registered."""
+
+
+class PluginWarning(RuntimeWarning):
+    """A plugin broke its contract during a call; polyeng left its engine out of that call."""

@@ -24,6 +24,8 @@ def polyeng_register(registry):
     results in the input's storage dtype, instead of receiving them widened to f32). ``fn`` receives the
     public op's keyword arguments after validation and returns what the op returns;
     ``accepts(call)`` returns None to accept a call or a reason string to reject it
-    (``call.op``, ``call.args``). An exception here leaves the plugin's engines
-    unavailable with the exception as the reason.
+    (``call.op``, ``call.args``); any other value rejects the call with a PluginWarning.
+    An exception here (a bad argument to ``add_engine``/``add_kernel`` included) leaves an
+    entry-point plugin's engines unavailable with the exception as the reason;
+    ``register_backend`` raises PluginError instead and registers nothing.
     """

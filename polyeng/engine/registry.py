@@ -6,9 +6,13 @@ only reads it. It is rebuilt whenever a backend is registered or unregistered.
 from __future__ import annotations
 
 import threading
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+import numpy as np
+
+from .errors import PluginWarning
 from .names import Engine, engine_name
 from .plan_cache import PlanCache
 
@@ -90,7 +94,25 @@ class KernelRecord:
             reason = self.accepts(call)
         except Exception as exc:
             return f"accepts() raised {type(exc).__name__}: {exc}"
-        return str(reason) if reason else None
+        if reason is None or isinstance(reason, str):
+            return reason or None
+        # A plugin bug: True would read as a rejection and False as an acceptance. The engine is
+        # left out (the call still runs elsewhere) and the plugin's author hears of it once.
+        reason = f"accepts returned {reason!r}; it must return None (accept) or a str (the reason to reject)"
+        _warn_once(self, f"engine {self.engine!r} left out of {self.op}: {reason}")
+        return reason
+
+
+# (engine, op, id(accepts)) -> accepts, for the kernels already warned about; holding accepts
+# keeps its id from being reused by another function.
+_warned: dict = {}
+
+
+def _warn_once(kernel: KernelRecord, message: str) -> None:
+    key = (kernel.engine, kernel.op, id(kernel.accepts))
+    if key not in _warned:
+        _warned[key] = kernel.accepts
+        warnings.warn(message, PluginWarning, stacklevel=3)
 
 
 @dataclass(frozen=True)
@@ -119,27 +141,47 @@ class Registry:
         if name in RESERVED:
             raise ValueError(f"engine name {name!r} is reserved")
         if name in self.engines:
-            raise DuplicateEngineError(f"engine {name!r} is already registered "
-                                       f"(by {self.engines[name].plugin or 'a plugin'})")
+            owner = self.engines[name].plugin
+            raise DuplicateEngineError(f"engine {name!r} is already registered"
+                                       f"{f' (by plugin {owner!r})' if owner else ''}")
+        where = f"add_engine({name!r})"
+        if not (isinstance(available, (bool, np.bool_)) or callable(available)):
+            raise TypeError(f"{where}: available={available!r} must be a bool or a callable returning "
+                            f"(bool, reason)")
+        if not isinstance(reason, str):
+            raise TypeError(f"{where}: reason={reason!r} must be a str")
+        if native_type is not None and not isinstance(native_type, type):
+            raise TypeError(f"{where}: native_type={native_type!r} must be a type (the engine's device "
+                            f"tensor class) or None")
+        for arg, value in (("to_host", to_host), ("to_device", to_device), ("details", details)):
+            if value is not None and not callable(value):
+                raise TypeError(f"{where}: {arg}={value!r} must be callable or None")
         self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, to_device, details,
                                           self._plugin)
         return self.engines[name]
 
     def add_kernel(self, op, engine, fn, accepts=None, compute_types=None, native_storage=False):
         engine = engine_name(engine)
+        where = f"add_kernel({op!r}, {engine!r})"
         if engine not in self.engines:
-            raise ValueError(f"add_kernel({op!r}, {engine!r}): engine {engine!r} is not registered; call add_engine first")
+            raise ValueError(f"{where}: engine {engine!r} is not registered; call add_engine first")
         if self._known_ops is not None and op not in self._known_ops:
-            raise ValueError(f"add_kernel: unknown op {op!r}; expected one of {', '.join(sorted(self._known_ops))}")
+            raise ValueError(f"{where}: unknown op {op!r}; expected one of {', '.join(sorted(self._known_ops))}")
         if not callable(fn):
-            raise TypeError(f"add_kernel({op!r}, {engine!r}): fn must be callable, got {fn!r}")
+            raise TypeError(f"{where}: fn must be callable, got {fn!r}")
+        if accepts is not None and not callable(accepts):
+            raise TypeError(f"{where}: accepts={accepts!r} must be a callable (call -> None or a reason "
+                            f"string) or None")
         if compute_types is not None:
+            if not isinstance(compute_types, (tuple, list)) or not all(isinstance(t, str) for t in compute_types):
+                raise TypeError(f"{where}: compute_types={compute_types!r} must be a tuple of compute "
+                                f"type names such as ('f32', 'bf16'), or None")
             compute_types = tuple(compute_types)
         self.kernels[(op, engine)] = KernelRecord(op, engine, fn, accepts, compute_types, bool(native_storage))
 
     def add_kernel_record(self, record: KernelRecord) -> None:
         """A built-in kernel found by ``backends/_loader.py`` (same checks as ``add_kernel``)."""
-        self.add_kernel(record.op, record.engine, record.fn)
+        self.add_kernel(record.op, record.engine, record.fn, record.accepts, record.compute_types)
         self.kernels[(record.op, record.engine)] = record
 
     # -- queries ----------------------------------------------------------------
