@@ -128,7 +128,7 @@ def test_select_none_mode_and_scalars(engine):
 
 @pytest.mark.uses_ops("select", "concat")
 @pytest.mark.parametrize("then_dtype,else_dtype", [(dt.float16, dt.bfloat16), (dt.int8, dt.float32),
-                                                   (dt.bool_, dt.int32), (dt.uint8, dt.int8),
+                                                   (dt.bool_, dt.int32), (dt.uint8, dt.int32),
                                                    (dt.int64, dt.float64), (dt.bfloat16, dt.int32)])
 def test_mixed_dtypes_promote_as_basic(engine, then_dtype, else_dtype):
     rng = np.random.default_rng(3)

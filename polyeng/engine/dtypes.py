@@ -61,7 +61,8 @@ def as_dtype(value, name: str = "dtype") -> np.dtype:
     except TypeError:
         raise TypeError(f"{name}={value!r} is not a dtype; expected one of {supported_names()}") from None
     if dtype not in SUPPORTED_DTYPES:
-        raise TypeError(f"{name}={dtype.name} is not a supported dtype; expected one of {supported_names()}")
+        shown = dtype.name if isinstance(value, (np.dtype, type)) else repr(value)   # [] reads as void
+        raise TypeError(f"{name}={shown} is not a supported dtype; expected one of {supported_names()}")
     return dtype
 
 

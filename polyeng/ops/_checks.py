@@ -2,7 +2,6 @@
 what was expected, and is raised before any engine is chosen."""
 from __future__ import annotations
 
-import numbers
 import operator
 
 import numpy as np
@@ -22,17 +21,8 @@ def tensor(value, name: str, *, floats_only: bool = False, ranks=None, op: str =
     ``like``: the dtype a Python list or scalar is given (weights written as lists take the
     input's dtype rather than float64).
     """
-    if type(value) is not np.ndarray and not isinstance(value, np.ndarray) \
-            and not isinstance(value, plugins.native_types):
-        if value is None:
-            raise TypeError(f"{name}=None: expected an array")
-        try:
-            converted = np.asarray(value)
-        except Exception as exc:
-            raise TypeError(f"{name}: cannot convert {type(value).__name__} to an array ({exc})") from None
-        if like is not None and converted.dtype.kind in "fiub" and not isinstance(value, np.generic):
-            converted = converted.astype(like)
-        value = converted
+    if type(value) is not np.ndarray:   # the common case costs this one test
+        value = _as_array(value, name, like)
     dtype = value.dtype
     if isinstance(value, np.ndarray) and not dtype.isnative:
         value = value.astype(dtype.newbyteorder("="))   # big-endian data, native arithmetic
@@ -48,6 +38,62 @@ def tensor(value, name: str, *, floats_only: bool = False, ranks=None, op: str =
         raise ValueError(f"{name} has shape {tuple(value.shape)} ({len(value.shape)}-D); "
                          f"{op or 'this op'} expects a {expected} array")
     return value
+
+
+_NOT_NUMBERS = "OUSVMm"   # numpy kinds of objects, strings, records and dates (bfloat16 is a V too)
+
+
+def _as_array(value, name: str, like):
+    """A value that is not a plain ndarray: a device tensor of a registered engine as it is,
+    an ndarray subclass as the plain array under it (np.matrix's methods would misbehave in
+    kernels), anything else through ``np.asarray``."""
+    if isinstance(value, plugins.native_types):
+        return value
+    if isinstance(value, np.ndarray):
+        if isinstance(value, np.ma.MaskedArray):   # np.asarray would read the masked entries as data
+            example = name if " " not in name else name.split(" ")[0]   # "params[0][2] (b_ih of ...)"
+            raise TypeError(f"{name} is a masked array, which polyeng does not support (its masked "
+                            f"entries would be read as data); fill them first, e.g. {example}.filled(0)")
+        return np.asarray(value)
+    if value is None:
+        raise TypeError(f"{name}=None: expected an array or array-like of numbers")
+    if isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(f"{name}={value!r:.60}: expected an array or array-like of numbers, "
+                        f"got {type(value).__name__}")
+    try:
+        converted = np.asarray(value)
+    except Exception as exc:
+        if _is_foreign_tensor(value, None):
+            raise _unowned_tensor(value, name) from None
+        raise TypeError(f"{name}: expected an array or array-like of numbers, got a "
+                        f"{type(value).__name__} that numpy cannot turn into an array ({exc})") from None
+    if converted.dtype.kind in _NOT_NUMBERS and converted.dtype not in _SUPPORTED:   # bfloat16 is kind V
+        if _is_foreign_tensor(value, converted):
+            raise _unowned_tensor(value, name)
+        read = f" (numpy reads it as dtype {converted.dtype})" if isinstance(value, (list, tuple)) else ""
+        raise TypeError(f"{name}: expected an array or array-like of numbers, got {type(value).__name__}{read}")
+    if like is not None and converted.dtype.kind in "fiub" and not hasattr(value, "dtype"):
+        converted = converted.astype(like)   # lists and Python numbers: they have no dtype of their own
+    return converted
+
+
+def _is_foreign_tensor(value, converted) -> bool:
+    """An object with a shape and dtype of its own whose data numpy cannot read (``converted``
+    is None or not of that dtype): another library's device tensor. A pandas Series of
+    objects, whose own dtype is object, is not one."""
+    if isinstance(value, np.generic) or not (hasattr(value, "shape") and hasattr(value, "dtype")):
+        return False
+    try:
+        return converted is None or bool(converted.dtype != value.dtype)
+    except Exception:   # a dtype numpy cannot compare with
+        return True
+
+
+def _unowned_tensor(value, name: str) -> TypeError:
+    kind = type(value)
+    where = "" if kind.__module__ in ("builtins", "__main__") else f"{kind.__module__}."
+    return TypeError(f"{name} is a {where}{kind.__qualname__}, which no registered engine owns "
+                     f"(register its engine, or convert it to a numpy array)")
 
 
 def is_python_scalar(value) -> bool:
@@ -70,20 +116,42 @@ def weak_scalar(value, other_dtype, name: str) -> np.ndarray:
         raise ValueError(f"{name}={value!r} does not fit the other operand's dtype {other}") from None
 
 
-def integer(value, name: str, *, minimum=None) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+INT32_MAX = 2 ** 31 - 1   # PyTorch's pooling takes kernel, stride, padding and dilation as C ints
+INT64_MAX = 2 ** 63 - 1
+
+
+def _index(value):
+    """``value`` as a Python int if it is an integer (numpy integers and 0-d integer arrays
+    too, as numpy takes them), else None. Bools are not integers here: ``True`` for a size
+    is a mistake."""
+    if type(value) is int:
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def integer(value, name: str, *, minimum=None, maximum=None) -> int:
+    """An int ``minimum <= value <= maximum``; TypeError for bools, floats (NaN too) and strings."""
+    number = _index(value)
+    if number is None:
         raise TypeError(f"{name}={value!r}: expected an int")
-    value = operator.index(value)
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name}={value}: expected an int >= {minimum}")
-    return value
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name}={number}: expected an int >= {minimum}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name}={number}: expected an int <= {maximum}")
+    return number
 
 
-def int_tuple(value, n: int, name: str, *, minimum=None) -> tuple:
-    """An int or a sequence of ``n`` ints, as a tuple of ``n`` ints each >= ``minimum``."""
-    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iu":
+def int_tuple(value, n: int, name: str, *, minimum=None, maximum=None) -> tuple:
+    """An int or a sequence of ``n`` ints (one int is repeated), as a tuple of ``n`` ints in
+    ``[minimum, maximum]``."""
+    if isinstance(value, np.ndarray) and value.ndim == 1:
         value = tuple(value.tolist())
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, range)):
         if len(value) == 1:
             value = tuple(value) * n
         if len(value) != n:
@@ -93,12 +161,14 @@ def int_tuple(value, n: int, name: str, *, minimum=None) -> tuple:
         items = (value,) * n
     out = []
     for item in items:
-        if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Integral):
+        number = _index(item)
+        if number is None:
             raise TypeError(f"{name}={value!r}: expected an int or {n} ints")
-        item = operator.index(item)
-        if minimum is not None and item < minimum:
+        if minimum is not None and number < minimum:
             raise ValueError(f"{name}={value!r}: every value must be >= {minimum}")
-        out.append(item)
+        if maximum is not None and number > maximum:
+            raise ValueError(f"{name}={value!r}: every value must be <= {maximum}")
+        out.append(number)
     return tuple(out)
 
 
@@ -120,9 +190,9 @@ def axis(value, ndim: int, name: str = "axis") -> int:
 
 
 def choice(value, name: str, options) -> str:
-    if value not in options:
+    if not isinstance(value, str) or value not in options:   # an array's == would not be a bool
         raise ValueError(f"{name}={value!r}: expected one of {', '.join(repr(o) for o in options)}")
-    return value
+    return str(value)   # a plain str, also for np.str_: the decision cache keys on it
 
 
 def same_or_f32(weight, x_dtype, name: str) -> None:
@@ -133,6 +203,28 @@ def same_or_f32(weight, x_dtype, name: str) -> None:
     if wd != np.dtype(x_dtype) and wd != dt.float32:
         raise TypeError(f"{name} has dtype {wd} but the input is {np.dtype(x_dtype)}; "
                         f"weights must match the input's dtype or be float32")
+
+
+def promoted(named_dtypes, op: str) -> np.dtype:
+    """numpy's promotion (extended to bfloat16) of ``(argument name, dtype)`` pairs; a TypeError
+    naming the arguments when it leaves polyeng's dtypes (int8 with uint8 gives int16)."""
+    first = named_dtypes[0][1]
+    if all(d == first for _, d in named_dtypes):   # the common case: nothing to promote
+        return np.dtype(first)
+    dtypes = [np.dtype(d) for _, d in named_dtypes]
+    result = dt.result_type(*dtypes)
+    if result in _SUPPORTED:
+        return result
+    seen, named = set(), []
+    for name, dtype in named_dtypes:
+        if np.dtype(dtype) not in seen:
+            seen.add(np.dtype(dtype))
+            named.append(f"{name} ({np.dtype(dtype)})")
+    wider = next((d for d in (dt.int32, dt.int64) if all(np.can_cast(d2, d) for d2 in dtypes)), dt.float64)
+    raise TypeError(f"{op}: {' and '.join(named)} promote to {result}, which is not among polyeng's dtypes "
+                    f"({dt.supported_names()}); " + (
+                        f"convert one of them first, e.g. {named_dtypes[-1][0]}.astype(np.{wider})"
+                        if len(named_dtypes) == 2 else f"convert them to one dtype first, e.g. np.{wider}"))
 
 
 def shape_str(shape) -> str:

@@ -1,4 +1,6 @@
 """concat: join arrays along an existing axis (torch.cat)."""
+from collections.abc import Sequence
+
 from ..engine.mixed_precision import Category
 from ..engine.call import OpSpec, Prepared
 from ..engine.dispatch import run
@@ -16,7 +18,8 @@ def concat(tensors, axis=0):
 
 
 def _validate(tensors, axis):
-    if isinstance(tensors, (str, bytes)) or not hasattr(tensors, "__len__") or hasattr(tensors, "shape"):
+    # a Sequence, so that a dict (its keys) or a set (no order) is not joined by mistake
+    if isinstance(tensors, (str, bytes)) or not isinstance(tensors, Sequence):
         raise TypeError(f"tensors={type(tensors).__name__}: expected a list or tuple of arrays")
     if len(tensors) == 0:
         raise ValueError("tensors=[]: expected at least one array to concatenate")
@@ -36,6 +39,7 @@ def _validate(tensors, axis):
                 raise ValueError(f"tensors[{i}] has shape {check.shape_str(a.shape)} but tensors[0] has "
                                  f"{check.shape_str(first)}; sizes must match except along axis={ax} "
                                  f"(they differ on axis {d})")
+    check.promoted([(f"tensors[{i}]", a.dtype) for i, a in enumerate(arrays)], "concat")
     return {"tensors": arrays, "axis": ax}
 
 

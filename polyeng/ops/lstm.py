@@ -128,9 +128,12 @@ def _validate_params(params, x, directions: int) -> list:
         if not isinstance(entry, (list, tuple)) or len(entry) != 4:
             got = f"a {len(entry)}-element {type(entry).__name__}" if isinstance(entry, (list, tuple)) \
                 else type(entry).__name__
-            raise TypeError(f"params[{i}] is {got}; expected a (w_ih, w_hh, b_ih, b_hh) tuple")
+            one_layer = len(params) == 4 and not any(isinstance(e, (list, tuple)) for e in params)
+            raise TypeError(f"params[{i}] is {got}; expected a (w_ih, w_hh, b_ih, b_hh) tuple"
+                            + ("; params holds one such tuple per layer and direction, so a single "
+                               "layer's is written [(w_ih, w_hh, b_ih, b_hh)]" if one_layer else ""))
     input_size = int(x.shape[-1])
-    hidden = _hidden_from(params[0][1], _param_name(0, 1, 0, 0, directions))
+    hidden = _hidden_from(params[0][1], _param_name(0, 1, 0, 0, directions), x.dtype)
     out = []
     for i, entry in enumerate(params):
         layer, direction = divmod(i, directions)
@@ -142,10 +145,12 @@ def _validate_params(params, x, directions: int) -> list:
                     raise TypeError(f"{name} is None; expected an array (only the biases may be None)")
                 arrays.append(None)
                 continue
-            value = check.tensor(value, name, floats_only=True, op="lstm")
+            value = check.tensor(value, name, floats_only=True, op="lstm", like=x.dtype)
             check.same_or_f32(value, x.dtype, name)
             expected = param_shapes(layer, input_size, hidden, directions)[role]
             if tuple(value.shape) != expected:
+                if role == 0:
+                    _check_direction_count(params, i, value.shape, expected, input_size, hidden, directions)
                 raise ValueError(f"{name} has shape {check.shape_str(value.shape)}; expected "
                                  f"{check.shape_str(expected)} (hidden size {hidden} from params[0][1], "
                                  f"{_in_note(layer, input_size, directions)})")
@@ -154,11 +159,32 @@ def _validate_params(params, x, directions: int) -> list:
     return out
 
 
-def _hidden_from(w_hh, name: str) -> int:
+def _check_direction_count(params, index: int, shape, expected, input_size: int, hidden: int,
+                           directions: int) -> None:
+    """A w_ih whose shape is wrong for its layer but right for the same position read with the
+    other direction count: the params of a model of the other kind (num_layers comes from the
+    count, so a wrong ``bidirectional`` shows up as a shape error in a later layer)."""
+    other = 3 - directions
+    if len(params) % other:
+        return
+    layer, direction = divmod(index, other)
+    if tuple(shape) != param_shapes(layer, input_size, hidden, other)[0]:
+        return
+    kind = "bidirectional" if other == 2 else "unidirectional"
+    layers = len(params) // directions
+    reading = f"{layers} layer{'s' if layers != 1 else ''}" + (" x 2 directions" if directions == 2 else "")
+    where = f"layer {layer}" + (f"'s {DIRECTION_NAMES[direction]} direction" if other == 2 else "")
+    raise ValueError(f"params has {len(params)} entries; with bidirectional={directions == 2} that is {reading}, "
+                     f"but params[{index}][0] has shape {check.shape_str(shape)}, not the "
+                     f"{check.shape_str(expected)} that position needs: it is the w_ih of {where} in a {kind} model "
+                     f"— a {kind} model's params need bidirectional={other == 2}")
+
+
+def _hidden_from(w_hh, name: str, x_dtype) -> int:
     """H, from the first recurrent weight; every other shape is checked against it."""
     if w_hh is None:
         raise TypeError(f"{name} is None; expected an array (only the biases may be None)")
-    w_hh = check.tensor(w_hh, name, floats_only=True, op="lstm")
+    w_hh = check.tensor(w_hh, name, floats_only=True, op="lstm", like=x_dtype)
     if len(w_hh.shape) != 2 or w_hh.shape[1] < 1:
         raise ValueError(f"{name} has shape {check.shape_str(w_hh.shape)}; expected (4*hidden_size, hidden_size) "
                          f"with hidden_size >= 1")
@@ -174,7 +200,7 @@ def _in_note(layer: int, input_size: int, directions: int) -> str:
 def _validate_state(value, name: str, x, shape: LstmShape):
     if value is None:
         return None
-    value = check.tensor(value, name, floats_only=True, op="lstm")
+    value = check.tensor(value, name, floats_only=True, op="lstm", like=x.dtype)
     check.same_or_f32(value, x.dtype, name)
     expected = shape.state_shape
     if tuple(value.shape) != expected:

@@ -49,6 +49,7 @@ def matmul_shapes(a_shape, b_shape) -> tuple:
 
 def _validate_matmul(a, b):
     a, b = check.tensor(a, "a"), check.tensor(b, "b")
+    check.promoted([("a", a.dtype), ("b", b.dtype)], "matmul")
     matmul_shapes(a.shape, b.shape)
     return {"a": a, "b": b}
 

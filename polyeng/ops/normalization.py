@@ -23,7 +23,7 @@ def _validate(x, normalized_shape, weight, bias, eps):
     x = check.tensor(x, "x", floats_only=True, op="layer_norm")
     if isinstance(normalized_shape, np.ndarray) and normalized_shape.ndim == 1:
         normalized_shape = tuple(normalized_shape.tolist())
-    if isinstance(normalized_shape, (list, tuple)):
+    if isinstance(normalized_shape, (list, tuple, range)):
         if len(normalized_shape) == 0:
             raise ValueError("normalized_shape=(): expected at least one dimension")
         shape = check.int_tuple(tuple(normalized_shape), len(normalized_shape), "normalized_shape", minimum=0)

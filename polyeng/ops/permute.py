@@ -19,12 +19,12 @@ def _validate(x, dims):
     ndim = len(x.shape)
     if isinstance(dims, np.ndarray) and dims.ndim == 1:
         dims = tuple(dims.tolist())
-    if not isinstance(dims, (list, tuple)):
-        raise TypeError(f"dims={dims!r}: expected a sequence of {ndim} ints")
+    if not isinstance(dims, (list, tuple, range)):
+        raise TypeError(f"dims={dims!r}: expected a permutation of range({ndim}) as a list or tuple of ints")
     if len(dims) != ndim:
         raise ValueError(f"dims={tuple(dims)!r} has {len(dims)} entries but x is {ndim}-D; "
                          f"expected a permutation of range({ndim})")
-    normalised = tuple(check.axis(d, ndim, "dims") for d in dims)
+    normalised = tuple(check.axis(check.integer(d, f"dims[{i}]"), ndim, "dims") for i, d in enumerate(dims))
     if sorted(normalised) != list(range(ndim)):
         raise ValueError(f"dims={tuple(dims)!r} repeats an axis; expected a permutation of range({ndim})")
     return {"x": x, "dims": normalised}

@@ -251,13 +251,14 @@ def tap_index_parts(g: Geometry) -> tuple:
 
 def _validate_common(op, nd, x, kernel_size, stride, padding, dilation, ceil_mode, floats_only):
     x = check.tensor(x, "x", floats_only=floats_only, ranks=(nd + 1, nd + 2), op=op)
-    kernel = check.int_tuple(kernel_size, nd, "kernel_size", minimum=1)
+    most = check.INT32_MAX   # PyTorch's bound; beyond it the kernels' index arithmetic overflows
+    kernel = check.int_tuple(kernel_size, nd, "kernel_size", minimum=1, maximum=most)
     if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
         stride = kernel  # PyTorch: an omitted or empty stride means the kernel size
     else:
-        stride = check.int_tuple(stride, nd, "stride", minimum=1)
-    pad = check.int_tuple(padding, nd, "padding", minimum=0)
-    dil = check.int_tuple(dilation, nd, "dilation", minimum=1)
+        stride = check.int_tuple(stride, nd, "stride", minimum=1, maximum=most)
+    pad = check.int_tuple(padding, nd, "padding", minimum=0, maximum=most)
+    dil = check.int_tuple(dilation, nd, "dilation", minimum=1, maximum=most)
     ceil_mode = check.flag(ceil_mode, "ceil_mode")
     shape = tuple(x.shape)
     # an empty batch or channel axis gives an empty result; an empty window axis has no output
@@ -285,7 +286,8 @@ def _avg_validator(op, nd):
         del args["dilation"]
         args["count_include_pad"] = check.flag(count_include_pad, "count_include_pad")
         if divisor_override is not None:
-            divisor_override = check.integer(divisor_override, "divisor_override")
+            divisor_override = check.integer(divisor_override, "divisor_override", minimum=-check.INT64_MAX,
+                                             maximum=check.INT64_MAX)   # the kernels divide in int64
             if divisor_override == 0:
                 raise ValueError("divisor_override=0: expected a non-zero int or None")
         args["divisor_override"] = divisor_override

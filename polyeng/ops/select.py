@@ -33,6 +33,7 @@ def _validate(cond, then, else_, auto_broadcast):
         else_ = check.weak_scalar(else_, then.dtype, "else_")
     then = check.tensor(then, "then")
     else_ = check.tensor(else_, "else_")
+    check.promoted([("then", then.dtype), ("else_", else_.dtype)], "select")
     if auto_broadcast == "none":
         if not (tuple(cond.shape) == tuple(then.shape) == tuple(else_.shape)):
             raise ValueError(f"auto_broadcast='none' requires equal shapes; got cond {check.shape_str(cond.shape)}, "
@@ -75,6 +76,8 @@ SPEC = OpSpec(
     category=Category.FOLLOW,
     prepare=_prepare,
     exact=True,
-    recommend=_recommend.jit_from(4096), preference=_recommend.PREFERENCE,
+    # NUMBA's serial kernel (outputs under 256 KB) lost to np.where on every size measured;
+    # from 2**17 elements (a 256 KB f32 output) its parallel launch wins
+    recommend=_recommend.jit_from(1 << 17), preference=_recommend.PREFERENCE,
 )
 SPECS = [SPEC]
