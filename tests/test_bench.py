@@ -1,6 +1,8 @@
-"""``polyeng bench``: JSON and table, the correctness guard, the chart and its missing-matplotlib error."""
+"""``polyeng bench``: JSON and table, the correctness guard, the chart and its missing-matplotlib error,
+output paths refused before the run."""
 import io
 import json
+import os
 import sys
 
 import numpy as np
@@ -103,7 +105,7 @@ def test_plot_without_matplotlib_is_a_one_line_error(monkeypatch, tmp_path, caps
     path = tmp_path / "bench.png"
     assert main(SMALL + ["--cases", "concat", "--engines", "basic", "--plot", str(path)]) == 2
     out, err = capsys.readouterr()
-    assert err.startswith("polyeng bench: --plot needs matplotlib") and "pip install" in err
+    assert err.startswith("polyeng bench: error: --plot needs matplotlib") and "pip install" in err
     assert len(err.strip().splitlines()) == 1 and out == "" and not path.exists()   # refused before running
 
 
@@ -158,3 +160,89 @@ def test_engines_with_device_tensors_are_also_timed_on_device_inputs(tmp_path, c
     assert runs["opencl"]["ok"] and runs["opencl:device"]["ok"]   # the device result checked on the host
     assert runs["opencl:device"]["median_s"] > 0 and len(runs["opencl:device"]["times_s"]) == 2
     assert "opencl:device" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("option,name,message", [
+    ("--json", "no/such/dir/bench.json", "does not exist"),
+    ("--plot", "no/such/dir/bench.png", "does not exist"),
+    ("--json", ".", "is a directory"),
+    ("--plot", "bench.txt", "cannot write a .txt chart; expected a file name ending in .png, .svg or .pdf"),
+])
+def test_unwritable_outputs_are_refused_before_the_run(option, name, message, tmp_path, capsys):
+    if option == "--plot":
+        pytest.importorskip("matplotlib")
+    path = tmp_path / name
+    assert main(SMALL + ["--cases", "concat", "--engines", "basic", "--no-torch", option, str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"polyeng bench: error: {option} ") and message in err and err.count("\n") == 1
+    assert out == ""   # refused before running: no table
+
+
+def test_a_read_only_folder_is_refused_before_the_run(monkeypatch, tmp_path, capsys):
+    # as the folder's permissions would say for a user (a test run as root may write anywhere)
+    monkeypatch.setattr(os, "access", lambda path, mode: not (mode & os.W_OK and str(path) == str(tmp_path)))
+    assert main(SMALL + ["--cases", "concat", "--engines", "basic", "--json", str(tmp_path / "x.json")]) == 2
+    out, err = capsys.readouterr()
+    assert f"--json {tmp_path / 'x.json'}: not writable" in err and out == ""
+
+
+def test_quick_is_a_short_run(tmp_path):
+    path = tmp_path / "bench.json"
+    assert main(["bench", "--quick", "--quiet", "--cases", "concat", "--engines", "basic", "--no-torch",
+                 "--json", str(path)]) == 0
+    header = json.loads(path.read_text())["header"]
+    assert header["scale"] == 0.1 and header["repeat"] == 3 and header["torch"] == "not run (--no-torch)"
+
+
+def _report(cases, engines=("basic", "numba", "opencl", "opencl:device"), torch=False):
+    """A bench report as ``run_bench`` returns it, with made-up ratios."""
+    results = []
+    for i, case in enumerate(cases):
+        entries = {name: {"basic_ratio": 2.0 ** (j - 1 + i), "torch_ratio": 0.5 * (j + 1) if torch else None}
+                   for j, name in enumerate(engines)}
+        results.append({"case": case, "dtype": "f32", "engines": entries})
+    header = {"dtypes": ["f32"], "scale": 1.0, "threads": 2, "repeat": 7, "date": "2026-01-02T03:04:05+00:00"}
+    return {"header": header, "engines": list(engines) + (["torch"] if torch else []), "results": results}
+
+
+def _drawn(report):
+    pytest.importorskip("matplotlib")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from polyeng.cli.report import chart
+    fig = chart(report)
+    FigureCanvasAgg(fig).draw()
+    return fig, fig.axes[0]
+
+
+def test_chart_ratio_ticks_read_as_multiples():
+    fig, ax = _drawn(_report(["concat", "softmax", "lstm"]))
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert {"0.5x", "1x", "2x"} <= set(labels) and not any("10^" in t or "e" in t for t in labels)
+
+
+def test_chart_gives_each_engine_one_colour_and_its_device_runner_a_shade_of_it():
+    from matplotlib.colors import to_hex, to_rgb
+    fig, ax = _drawn(_report(["concat", "softmax"]))
+    colours = {c.get_label(): to_rgb(c.patches[0].get_facecolor()) for c in ax.containers}
+    assert len({to_hex(colours[n]) for n in ("numba", "opencl", "opencl:device")}) == 3
+    host, device = colours["opencl"], colours["opencl:device"]
+    # the same hue, lighter: each channel moved towards white by the same fraction
+    fractions = {round((d - h) / (1 - h), 3) for h, d in zip(host, device) if h < 1}
+    assert len(fractions) == 1 and fractions.pop() > 0
+
+
+def test_chart_legend_beside_the_bars_and_title_whole_for_a_single_case():
+    fig, ax = _drawn(_report(["upsample_bilinear2d align_corners"]))
+    renderer = fig.canvas.get_renderer()
+    legend, title = ax.get_legend().get_window_extent(renderer), ax.title.get_window_extent(renderer)
+    assert legend.x0 >= ax.get_window_extent(renderer).x1   # outside the plotting area
+    assert 0 <= title.x0 and title.x1 <= fig.bbox.width and title.y1 <= fig.bbox.height
+    assert 0 <= legend.x0 and legend.x1 <= fig.bbox.width
+
+
+@pytest.mark.parametrize("torch,reference", [(False, "BASIC"), (True, "PyTorch")])
+def test_chart_names_what_the_ratios_are_against(torch, reference):
+    fig, ax = _drawn(_report(["concat"], torch=torch))
+    assert f"vs {reference}" in ax.get_title()
+    assert ax.get_ylabel().startswith("torch time / engine time" if torch else "basic time / engine time")
+    assert ("torch (1x)" if torch else "basic (1x)") in [t.get_text() for t in ax.get_legend().get_texts()]

@@ -1,13 +1,42 @@
-"""The command line: info, explain, demo."""
+"""The command line: --version, info, explain, demo, warmup; one-line errors for bad arguments and
+settings, Ctrl-C, and the notice of a cold numba compile."""
+import json
+import logging
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 from support import FakeEngine
 
-from polyeng.cli import main
+from polyeng.cli import build_parser, main
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def test_info_lists_engines_devices_and_defaults(capsys):
+def polyeng_process(*args, env=None, **popen):
+    """``python -m polyeng ARGS`` from this checkout, as a Popen (stdout and stderr piped, text)."""
+    env = dict(os.environ, **(env or {}))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return subprocess.Popen([sys.executable, "-m", "polyeng", *args], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+
+
+def run_polyeng(*args, env=None, timeout=300):
+    proc = polyeng_process(*args, env=env)
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def test_info_lists_engines_devices_and_defaults(backends, capsys):
+    backends(FakeEngine("fake", ops=("concat",)))
     assert main(["info"]) == 0
     out = capsys.readouterr().out
+    from polyeng.ops import OPS
+    assert f"  basic      available; all {len(OPS)} ops\n" in out and "  fake       available; 1 op: concat\n" in out
     for text in ("engines:", "basic", "numba", "opencl", "OpenCL devices:", "fp math mode:", "compute engine:"):
         assert text in out
 
@@ -77,3 +106,214 @@ def test_info_prints_what_each_engine_says_of_itself(backends, capsys):
     out = capsys.readouterr().out
     assert "described details:\n  device A\n  device B" in out
     assert "broken details:\n  (could not be listed: RuntimeError: driver gone)" in out
+
+
+def test_version_comes_from_the_installed_metadata(capsys):
+    from importlib import metadata
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == f"polyeng {metadata.version('polyeng')}\n"
+
+
+def test_info_json_is_machine_readable(capsys):
+    import polyeng
+    assert main(["info", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {"python", "numpy", "numba", "pyopencl", "ml_dtypes", "polyeng"} <= set(info["versions"])
+    engines = {e["name"]: e for e in info["engines"]}
+    assert set(engines) == {e.name for e in polyeng.engines()}
+    assert engines["basic"]["available"] is True and engines["basic"]["reason"] == ""
+    assert "softmax" in engines["basic"]["ops"]
+    assert info["defaults"] == {"compute_engine": "recommend", "compute_engine_source": "default",
+                                "fp_math_mode": "strict", "fp_math_mode_source": "default", "verbose": 0,
+                                "plugin_autoload": True}
+    if engines["opencl"]["available"]:
+        devices = info["opencl_devices"]
+        assert [d["used"] for d in devices].count(True) == 1
+        assert {"index", "platform", "device", "type", "compute_units", "memory_mib", "fp64"} <= set(devices[0])
+
+
+def test_explain_json_gives_the_decision_and_both_compute_names(capsys):
+    assert main(["explain", "matmul", "64x768:f32", "768x768:f32", "--fp-math", "bf16", "--engine", "basic",
+                 "--json"]) == 0
+    decision = json.loads(capsys.readouterr().out)
+    assert decision["op"] == "matmul" and decision["engine"] == "basic" and decision["step"] == "user"
+    assert decision["fp_math_mode"] == "bf16"
+    assert decision["compute_dtype"] == "bfloat16" and decision["compute_type"] == "bf16"
+    verdicts = {c["engine"]: c["verdict"] for c in decision["candidates"]}
+    assert verdicts["basic"] == "chosen" and set(verdicts) >= {"numba", "opencl"}
+    assert all(set(c) == {"engine", "verdict", "reason"} for c in decision["candidates"])
+
+
+def test_explain_defaults_to_the_process_settings(capsys):
+    import polyeng
+    polyeng.set_default_fp_math_mode("bf16")
+    try:
+        assert main(["explain", "matmul", "2x3", "3x4", "--json"]) == 0
+    finally:
+        polyeng.set_default_fp_math_mode("strict")
+    assert json.loads(capsys.readouterr().out)["fp_math_mode"] == "bf16"
+
+
+def test_every_explain_argument_has_help_and_the_tensor_syntax_is_explained(capsys):
+    explain = build_parser()._subparsers._group_actions[0].choices["explain"]
+    for action in explain._actions:
+        assert action.help, f"{action.dest} has no help"
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    text = capsys.readouterr().out
+    for fragment in ("1x3x8x8:f32", "SHAPE:DTYPE", "name=value", "bf16", "[2x3,2x4]", "examples:",
+                     "polyeng explain max_pool2d"):
+        assert fragment in text
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["bench", "--repeat", "x"], "argument --repeat: invalid int value: 'x'"),
+    (["explain"], "the following arguments are required: op"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and message in err and err.count("\n") == 1 and err.startswith("polyeng")
+
+
+def test_demo_needs_a_repetition(capsys):
+    assert main(["demo", "--repeats", "0"]) == 2
+    assert capsys.readouterr().err == "polyeng demo: error: --repeats 0: expected a positive number\n"
+
+
+def test_no_command_is_a_one_line_error(capsys):
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("polyeng: error: no command given") and err.count("\n") == 1
+
+
+BAD_SETTINGS = [("POLYENG_VERBOSE", "abc"), ("POLYENG_COMPUTE_ENG", "nonsense"),
+                ("POLYENG_DEFAULT_FP_MATH_MODE", "nonsense"), ("POLYENG_DISABLE_PLUGIN_AUTOLOAD", "maybe")]
+
+
+@pytest.mark.parametrize("command", [["info"], ["bench", "--quiet"], ["explain", "softmax", "2x3"],
+                                     ["demo"], ["warmup"]], ids=lambda c: c[0])
+@pytest.mark.parametrize("variable,value", BAD_SETTINGS, ids=[v for v, _ in BAD_SETTINGS])
+def test_a_bad_environment_variable_is_one_line_and_exit_2(variable, value, command):
+    code, out, err = run_polyeng(*command, env={variable: value}, timeout=120)
+    assert code == 2, err
+    assert err.startswith("polyeng: error: ") and f"{variable}={value!r}" in err
+    assert err.count("\n") == 1 and "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize("command", [
+    ["bench", "--cases", "concat", "--engines", "basic", "--no-torch", "--scale", "0.01", "--repeat", "100000"],
+    ["demo", "--repeats", "100000"],
+    ["warmup", "--engines", "numba", "--quiet"],   # interrupted inside a numba compile
+], ids=lambda c: c[0])
+def test_ctrl_c_exits_130_without_a_traceback(command, tmp_path):
+    # verbose lines show that the command is running (past the imports) before it is interrupted
+    proc = polyeng_process(*command, env={"POLYENG_VERBOSE": "1", "NUMBA_CACHE_DIR": str(tmp_path)})
+    try:
+        deadline = time.monotonic() + 120
+        while "polyeng,exec," not in (line := proc.stderr.readline()):
+            assert proc.poll() is None and time.monotonic() < deadline, f"the command ended before any op ran: {line}"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert err.rstrip().endswith("polyeng: interrupted") and "Traceback" not in err
+
+
+def test_a_closed_output_pipe_ends_quietly():
+    proc = polyeng_process("info")
+    proc.stdout.close()   # as ``polyeng info | head -0``: the reader is gone before anything is written
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and "Exception ignored" not in err and err == ""
+
+
+def test_demo_counts_only_exec_lines_of_the_logger():
+    from polyeng.cli.demo import _EngineCounter
+    counter = _EngineCounter()
+    for message in ("compiling numba kernels for softmax, log_softmax", "polyeng,exec,softmax,numba,user,fpm:strict"):
+        counter.emit(logging.LogRecord("polyeng", logging.INFO, __file__, 1, message, None, None))
+    assert counter.counts == {"numba/user": 1}
+
+
+def test_library_notices_are_shown_on_stderr_while_a_command_runs(capsys):
+    from polyeng.cli.console import notices
+    logger = logging.getLogger("polyeng.compile")
+    with notices():
+        logger.info("compiling numba kernels for softmax")
+    logger.info("not shown once the command is over")
+    assert capsys.readouterr().err == "polyeng: compiling numba kernels for softmax\n"
+
+
+def test_fallback_warnings_are_one_line_while_a_command_runs(capsys):
+    import warnings
+
+    import polyeng
+    from polyeng.cli.console import notices
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        with notices():
+            warnings.warn("kernel of softmax on numba failed: RuntimeError: boom; ran on basic",
+                          polyeng.FallbackWarning)
+    assert capsys.readouterr().err == ("polyeng: warning: kernel of softmax on numba failed: RuntimeError: boom; "
+                                       "ran on basic\n")
+
+
+def test_a_cold_numba_compile_is_announced_once_per_family(tmp_path):
+    bench = ["bench", "--cases", "softmax", "--engines", "numba", "--no-torch", "--scale", "0.01", "--repeat", "1",
+             "--quiet"]
+    env = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    code, _, err = run_polyeng(*bench, env=env)   # softmax over the last axis and over axis 1: two kernels
+    assert code == 0, err
+    assert err == ("polyeng: compiling numba kernels for softmax, log_softmax "
+                   "(first use; cached on disk for later runs)\n")
+    code, _, err = run_polyeng(*bench, env=env)   # loaded from the disk cache: nothing to say
+    assert code == 0 and err == ""
+
+
+def test_warmup_compiles_once_and_then_loads_from_the_disk_cache(tmp_path):
+    warmup = ["warmup", "--engines", "numba", "--ops", "softmax", "--dtype", "f32", "--quiet"]
+    env = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    code, out, err = run_polyeng(*warmup, env=env)
+    assert code == 0 and err == "", err
+    assert "numba    2 calls" in out and "2 kernels compiled, 0 loaded from the disk cache" in out, out
+    code, out, err = run_polyeng(*warmup, env=env)
+    assert code == 0 and "0 kernels compiled, 2 loaded from the disk cache" in out, out
+
+
+def test_warmup_builds_opencl_programs(capsys):
+    import polyeng
+    from polyeng.cli.warmup import warmup_calls
+    if not {e.name: e for e in polyeng.engines()}["opencl"].available:
+        pytest.skip("opencl is unavailable (the CI run requires it)")
+    assert main(["warmup", "--engines", "opencl", "--ops", "softmax,cast", "--dtype", "f32,bf16", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    calls = [len([1 for op, *_ in warmup_calls(d) if op in ("softmax", "cast")]) for d in ("f32", "bf16")]
+    assert f"opencl   {sum(calls)} calls" in out and err == ""
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--engines", "cuda"], "not a registered engine"),
+    (["--ops", "conv2d"], "conv2d is not an op"),
+    (["--dtype", "f8"], "'f8' is not a supported dtype"),
+])
+def test_warmup_bad_options_are_one_line_errors(argv, message, capsys):
+    assert main(["warmup", "--quiet"] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("polyeng warmup: error: ") and message in err and err.count("\n") == 1
+
+
+def test_warmup_reports_kernels_that_fail_and_calls_an_engine_rejects(backends, capsys):
+    backends(FakeEngine("crashing", ops=("softmax",), fail=("softmax",)))
+    backends(FakeEngine("picky", ops=("softmax",), reject={"softmax": lambda call: "axis=1 unsupported"
+                                                           if call.args["axis"] == 1 else None}))
+    assert main(["warmup", "--engines", "crashing,picky", "--ops", "softmax", "--dtype", "f32", "--quiet"]) == 1
+    out, err = capsys.readouterr()
+    assert "  picky    1 calls" in out and "  picky    rejected 1 calls: rejected: axis=1 unsupported" in out
+    assert err.count("polyeng warmup: failed: crashing softmax f32: ") == 2 and "fake softmax kernel crashed" in err

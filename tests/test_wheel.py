@@ -93,3 +93,11 @@ def test_bench_runs_from_the_wheel(polyeng_from_wheel, tmp_path):
     assert {entry["case"] for entry in results} == {"softmax axis=-1", "softmax axis=1"}
     if plot:
         assert chart.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_warmup_runs_from_the_wheel(wheel, polyeng_from_wheel):
+    out = polyeng_from_wheel(sys.executable, "-m", "polyeng", "warmup", "--engines", "numba", "--ops", "softmax",
+                             "--dtype", "f32", "--quiet")
+    assert "numba    2 calls" in out and "loaded from the disk cache" in out, out
+    version = polyeng_from_wheel(sys.executable, "-m", "polyeng", "--version")
+    assert version == f"polyeng {wheel[0].name.split('-')[1]}\n"

@@ -71,10 +71,11 @@ def _bound_names(statements) -> set:
 class LazyKernel:
     """A kernel whose module is imported on first use; afterwards it calls the function directly."""
 
-    __slots__ = ("module", "op", "fn", "_lock")
+    __slots__ = ("module", "op", "fn", "_lock", "before_load")
 
-    def __init__(self, module: str, op: str):
+    def __init__(self, module: str, op: str, before_load=None):
         self.module, self.op, self.fn, self._lock = module, op, None, threading.Lock()
+        self.before_load = before_load   # called once before the module is imported (engine setup)
 
     def __call__(self, prepared, **kwargs):
         fn = self.fn
@@ -85,6 +86,8 @@ class LazyKernel:
     def load(self):
         with self._lock:
             if self.fn is None:
+                if self.before_load is not None:
+                    self.before_load()
                 self.fn = getattr(importlib.import_module(self.module), self.op)
         return self.fn
 
@@ -103,19 +106,20 @@ class LazyKernel:
 
 
 def register_kernels(registry, engine: str, package: str, *, lazy: bool = True, native_storage: bool = False,
-                     engine_rule=None, compute_types=None, wrap=None) -> None:
+                     engine_rule=None, compute_types=None, wrap=None, before_load=None) -> None:
     """Register every kernel ``package`` defines for ``engine``.
 
     ``engine_rule(spec)``: a ``rule(call)`` every kernel of that op shares (or None);
     ``compute_types(spec)``: the compute types of that op's kernel (None: whatever the mode
-    allows); ``wrap(kernel)``: what the engine puts around each kernel.
+    allows); ``wrap(kernel)``: what the engine puts around each kernel; ``before_load()``: what
+    the engine sets up before a lazy kernel's module is first imported (no cost per call).
     """
     for spec in OPS.values():
         module = f"{package}.{spec.family}"
         if lazy:
             if spec.name not in _top_level_names(module):
                 continue
-            kernel = LazyKernel(module, spec.name)
+            kernel = LazyKernel(module, spec.name, before_load)
             own_rule = kernel.rejection
         else:   # imported now: the module itself says what it binds
             kernel = getattr(_imported(module), spec.name, None)

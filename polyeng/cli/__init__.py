@@ -3,43 +3,142 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sys
+
+from .console import INTERRUPTED_EXIT, USAGE_EXIT, UsageError, check_environment, error, notices
+
+FP_MATH_MODES = "strict, bf16, f16, tf32, any"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported on one line (and where to find the usage)."""
+
+    def error(self, message):
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(USAGE_EXIT)
+
+
+def version() -> str:
+    """The installed distribution's version; the package's own when it runs from a source tree."""
+    from importlib import metadata
+    try:
+        return metadata.version("polyeng")
+    except metadata.PackageNotFoundError:
+        import polyeng
+        return getattr(polyeng, "__version__", "unknown")
+
+
+class _Version(argparse.Action):
+    """``--version``, reading the metadata only when asked."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print polyeng's version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"polyeng {version()}")
+        raise SystemExit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="polyeng", description="Deep-learning operators on several compute engines.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="engines, availability and why, versions, OpenCL devices, defaults")
-    explain = sub.add_parser("explain", help="show which engine one op call would run on, and why",
-                             description="Arguments are positional or name=value. A tensor is written as its "
-                                         "shape and dtype, e.g. 1x3x8x8:f32 (bf16, f16, f64, s8, u8, s32, bool); "
-                                         "a list of tensors as [2x3,2x4]; other values as Python literals.",
-                             epilog="example: polyeng explain upsample_bilinear2d 1x3x8x8 scale_factor=2 "
-                                    "align_corners=True --engine numba")
-    explain.add_argument("op")
-    explain.add_argument("args", nargs="*")
-    explain.add_argument("--engine", default="recommend", help="the user engine (as compute_eng)")
-    explain.add_argument("--no-fallback", action="store_true", help="as compute_eng(..., fallback=False)")
-    explain.add_argument("--fp-math", default="strict", help="fp math mode for the call")
+    parser = _Parser(prog="polyeng", description="Deep-learning operators on several compute engines.")
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    info = sub.add_parser("info", help="engines, availability and why, versions, OpenCL devices, defaults")
+    info.add_argument("--json", action="store_true", help="print the same as one JSON object")
+    _add_explain(sub)
+    _add_bench(sub)
+    demo = sub.add_parser("demo", help="run every op and a small model on every available engine")
+    demo.add_argument("--repeats", type=int, default=3, help="timed repetitions per op and engine (default 3)")
+    warmup = sub.add_parser("warmup", help="compile every kernel ahead of time (numba, OpenCL), for images and CI "
+                                           "caches", epilog="example: polyeng warmup --engines numba --dtype f32,bf16")
+    warmup.add_argument("--engines", help="comma list of engines (default: every available one but basic)")
+    warmup.add_argument("--dtype", default="all", help="dtypes to compile for: all (default: every float dtype, "
+                                                       "and the integer and bool ones of the ops taking them) or a "
+                                                       "comma list such as f32,bf16")
+    warmup.add_argument("--ops", help="comma list of ops (default: every op), e.g. softmax,layer_norm")
+    warmup.add_argument("--quiet", action="store_true", help="no progress output on stderr")
+    return parser
+
+
+def _add_explain(sub) -> None:
+    explain = sub.add_parser(
+        "explain", help="show which engine one op call would run on, and why",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Show the engine decision for one op call, without running it.\n\n"
+                    "The op's arguments follow its name, positional or as name=value, in the order of the\n"
+                    "Python function (polyeng.<op>). A tensor is written as its shape and dtype:\n"
+                    "  1x3x8x8:f32   a 4-D float32 array (the dtype defaults to f32)\n"
+                    "  8:bf16        a 1-D bfloat16 array;  scalar:f16  a 0-d one\n"
+                    "  [2x3,2x4]     a list of tensors (concat)\n"
+                    "dtypes: f32, f64, bf16, f16, s8, u8, s32, s64, bool. Any other value is a Python\n"
+                    "literal: 3, 2.0, (2, 2), True, None, 'tanh'. No data is allocated, so shapes may be huge.",
+        epilog="examples:\n"
+               "  polyeng explain upsample_bilinear2d 1x3x8x8 scale_factor=2 align_corners=True --engine numba\n"
+               "  polyeng explain max_pool2d 2x3x32x32:bf16 3 stride=2 padding=1\n"
+               "  polyeng explain matmul 64x768:f32 768x768:f32 --fp-math bf16 --json")
+    explain.add_argument("op", help="the op's name, e.g. softmax, max_pool2d, matmul")
+    explain.add_argument("args", nargs="*", metavar="ARG",
+                         help="the op's arguments: tensors as SHAPE:DTYPE, others as Python literals, "
+                              "by position or as name=value")
+    explain.add_argument("--engine", help="the user engine, as compute_eng(ENGINE): recommend, basic, numba, "
+                                          "opencl or a plugin's (default: the process default, POLYENG_COMPUTE_ENG)")
+    explain.add_argument("--no-fallback", action="store_true",
+                         help="as compute_eng(ENGINE, fallback=False): only that engine may run the call")
+    explain.add_argument("--fp-math", metavar="MODE", help=f"fp math mode for the call: {FP_MATH_MODES} (default: "
+                                                           "the process default, POLYENG_DEFAULT_FP_MATH_MODE)")
+    explain.add_argument("--json", action="store_true", help="print the decision as one JSON object")
+
+
+def _add_bench(sub) -> None:
     bench = sub.add_parser("bench", help="time the benchmark workload per op and engine, against PyTorch and "
                                          "copy bandwidth", epilog="example: polyeng bench --cases softmax,pool "
                                                                   "--dtype all --json out.json --plot out.png")
     bench.add_argument("--dtype", default="f32", help="f32 (default), a comma list such as f32,bf16,f16, or all")
     bench.add_argument("--cases", help="comma list of substrings; only cases whose name contains one run")
     bench.add_argument("--engines", help="comma list of engines (default: every available one with the op)")
-    bench.add_argument("--scale", type=float, default=1.0, help="batch scale of the workload (default 1.0)")
-    bench.add_argument("--repeat", type=int, default=7, help="timed repetitions per case and engine (default 7)")
+    bench.add_argument("--scale", type=float, help="batch scale of the workload (default 1.0; 0.1 with --quick)")
+    bench.add_argument("--repeat", type=int, help="timed repetitions per case and engine (default 7; 3 with --quick)")
+    bench.add_argument("--quick", action="store_true", help="a short run to see that everything works: "
+                                                            "--scale 0.1 --repeat 3 unless given")
     bench.add_argument("--threads", type=int, default=2, help="threads for torch and numba (default 2)")
     bench.add_argument("--no-torch", action="store_true", help="do not run the PyTorch equivalents")
     bench.add_argument("--json", metavar="PATH", help="write every time, the medians and the header as JSON")
-    bench.add_argument("--plot", metavar="PATH", help="write a PNG chart of torch/engine (needs matplotlib)")
+    bench.add_argument("--plot", metavar="PATH", help="write a chart of torch/engine (basic/engine without torch) "
+                                                      "as PNG, or SVG or PDF by the file name (needs matplotlib)")
     bench.add_argument("--quiet", action="store_true", help="no progress output on stderr")
-    demo = sub.add_parser("demo", help="run every op and a small model on every available engine")
-    demo.add_argument("--repeats", type=int, default=3, help="timed repetitions per op and engine")
-    return parser
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    # Each command is this package's module of that name, with ``run(args) -> int``; imported only
-    # when it runs, so ``polyeng info`` does not pay for the bench's imports.
-    return importlib.import_module(f"{__name__}.{args.command}").run(args)
+    """Runs one command; returns its exit status (2: bad argument or setting, 130: interrupted)."""
+    try:
+        return _run_command(argv)
+    except KeyboardInterrupt:
+        clear = "\r\x1b[K" if sys.stderr.isatty() else ""   # the progress bar's line
+        print(f"{clear}polyeng: interrupted", file=sys.stderr)
+        return INTERRUPTED_EXIT
+    except BrokenPipeError:
+        # the reader went away (polyeng info | head): stop quietly, and keep the interpreter's
+        # final flush of stdout from failing again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _run_command(argv) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        return error("no command given; one of info, explain, bench, demo, warmup (see polyeng --help)")
+    prog = f"polyeng {args.command}"
+    # Warmup compiles on purpose: its progress bar says so, the per-op notices would only repeat it.
+    with notices(show=args.command != "warmup"):
+        try:
+            check_environment()
+        except UsageError as exc:   # a setting of the whole process, not of this command
+            return error(str(exc))
+        try:
+            # Each command is this package's module of that name, with ``run(args) -> int``; imported only
+            # when it runs, so ``polyeng info`` does not pay for the bench's imports.
+            return importlib.import_module(f"{__name__}.{args.command}").run(args)
+        except UsageError as exc:
+            return error(str(exc), prog)

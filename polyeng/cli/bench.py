@@ -13,7 +13,6 @@ import datetime
 import json
 import os
 import platform
-import sys
 import time
 from importlib import metadata
 
@@ -21,14 +20,15 @@ import numpy as np
 
 import polyeng
 from ..engine import dtypes as dt
+from .console import UsageError
 from .measure import DEVICE_SUFFIX, device_engines, measure_case
-from .report import Progress, plot, require_matplotlib, table
+from .report import Progress, check_plot_path, plot, table
 from .workload import CASES, cases
 
 ALL_DTYPES = ("f32", "bf16", "f16")
 
 
-class BenchError(Exception):
+class BenchError(UsageError):
     """A bench setting or environment that prevents running; the message is one line for the user."""
 
 
@@ -107,12 +107,24 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def check_writable(option: str, path: str) -> None:
+    """Refuse an output path that cannot be written before the run, not after minutes of it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise BenchError(f"{option} {path}: is a directory; expected a file name")
+    if not os.path.isdir(folder):
+        raise BenchError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise BenchError(f"{option} {path}: not writable")
+
+
 def header(threads: dict, args) -> dict:
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "cpu_count": os.cpu_count(), "affinity": affinity, "threads": args.threads, "threads_set": threads,
             "python": platform.python_version(), "numpy": np.__version__, "numba": _version("numba"),
-            "torch": _version("torch"), "polyeng": polyeng.__version__, "machine": platform.machine(),
+            "torch": "not run (--no-torch)" if args.no_torch else _version("torch"),
+            "polyeng": polyeng.__version__, "machine": platform.machine(),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "scale": args.scale, "repeat": args.repeat, "dtypes": args.dtypes}
 
 
@@ -150,13 +162,21 @@ def run(args) -> int:
     # the cores from the next engine's call. Read when an OpenMP runtime loads, so set it before torch.
     policy_was_set = "OMP_WAIT_POLICY" in os.environ
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if args.quick:
+        args.scale = 0.1 if args.scale is None else args.scale
+        args.repeat = 3 if args.repeat is None else args.repeat
+    args.scale = 1.0 if args.scale is None else args.scale
+    args.repeat = 7 if args.repeat is None else args.repeat
     try:
         if args.repeat < 1 or args.threads < 1 or args.scale <= 0:
             raise BenchError(f"--repeat {args.repeat}, --threads {args.threads}, --scale {args.scale}: "
                              "expected positive numbers")
         args.dtypes = parse_dtypes(args.dtype)
+        for option, path in (("--json", args.json), ("--plot", args.plot)):
+            if path:   # checked before the run, not after minutes of it
+                check_writable(option, path)
         if args.plot:
-            require_matplotlib()   # before the run, not after minutes of it
+            check_plot_path(args.plot)
         progress = Progress(quiet=args.quiet)
         report = run_bench(args, progress)
         progress.finish(f"polyeng bench: {len(report['results'])} case runs on {', '.join(report['engines'])} "
@@ -167,9 +187,8 @@ def run(args) -> int:
                 json.dump(report, f, indent=1)
         if args.plot:
             plot(report, args.plot)
-    except (BenchError, OSError) as exc:
-        print(f"polyeng bench: {exc}", file=sys.stderr)
-        return 2
+    except OSError as exc:   # the output files, checked beforehand, may still fail (disk full)
+        raise BenchError(str(exc)) from None
     finally:
         if not policy_was_set:
             os.environ.pop("OMP_WAIT_POLICY", None)

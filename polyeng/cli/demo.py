@@ -70,7 +70,7 @@ class _EngineCounter(logging.Handler):
 
     def emit(self, record):
         fields = record.getMessage().split(",")
-        if fields[1] == "exec":
+        if len(fields) > 4 and fields[:2] == ["polyeng", "exec"]:   # not the logger's other messages
             self.counts[f"{fields[3]}/{fields[4]}"] += 1
 
 
@@ -125,4 +125,7 @@ def run_demo(repeats: int = 3) -> int:
 
 
 def run(args) -> int:
+    if args.repeats < 1:
+        from .console import UsageError
+        raise UsageError(f"--repeats {args.repeats}: expected a positive number")
     return run_demo(repeats=args.repeats)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import sys
 
@@ -38,8 +39,35 @@ def parse_value(text: str):
         return text
 
 
+def _dtype_name(value) -> str | None:
+    """``numpy.dtype`` name of a decision's compute dtype, given as a dtype or as a short name."""
+    if value is None or value == "":
+        return None
+    from ..engine.dtypes import as_dtype
+    try:
+        return str(np.dtype(value)) if not isinstance(value, str) else str(as_dtype(value))
+    except TypeError:
+        return "float32" if value == "tf32" else str(value)   # tf32 work is stored as float32
+
+
+def as_json(decision) -> dict:
+    """The decision as plain JSON values: the engine, the step and every candidate's verdict."""
+    from ..engine.dtypes import short_name
+    dtype = _dtype_name(decision.compute_dtype)
+    compute_type = getattr(decision, "compute_type", None)
+    if compute_type is None:   # a decision that gives the short name as its compute dtype
+        compute_type = decision.compute_dtype if isinstance(decision.compute_dtype, str) else short_name(dtype)
+    return {"op": decision.op, "engine": decision.engine, "step": decision.step,
+            "user_engine": decision.user_engine, "fallback": decision.fallback,
+            "fp_math_mode": str(getattr(decision.fp_math_mode, "value", decision.fp_math_mode)),
+            "compute_dtype": dtype, "compute_type": compute_type or None,
+            "candidates": [{"engine": c.engine, "verdict": c.verdict, "reason": c.reason}
+                           for c in decision.candidates]}
+
+
 def run(args) -> int:
     import polyeng
+    from .console import UsageError
     positional, keywords = [], {}
     try:
         for item in args.args:
@@ -48,10 +76,11 @@ def run(args) -> int:
                 keywords[name] = parse_value(value)
             else:
                 positional.append(parse_value(item))
-        with polyeng.compute_eng(args.engine, fallback=not args.no_fallback), polyeng.fp_math_mode(args.fp_math):
+        engine = polyeng.get_compute_eng() if args.engine is None else args.engine
+        mode = polyeng.get_fp_math_mode() if args.fp_math is None else args.fp_math
+        with polyeng.compute_eng(engine, fallback=not args.no_fallback), polyeng.fp_math_mode(mode):
             decision = polyeng.explain(args.op, *positional, **keywords)
     except (ValueError, TypeError, polyeng.EngineError) as exc:
-        print(f"polyeng explain: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 2
-    print(decision)
+        raise UsageError(str(exc)) from None
+    print(json.dumps(as_json(decision), indent=2) if args.json else decision)
     return 0

@@ -1,6 +1,7 @@
 """The text of ``polyeng info``: versions, engines and why, OpenCL devices, defaults."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 from importlib import metadata
@@ -28,6 +29,16 @@ def _engine_details(registry) -> list[str]:
     return out
 
 
+def _ops_text(ops, every) -> str:
+    """An engine's ops, short: every op, most of them but a few, or the list."""
+    missing = [name for name in every if name not in ops]
+    if not missing:
+        return f"all {len(every)} ops"
+    if len(missing) < len(ops):
+        return f"{len(ops)} of {len(every)} ops (not {', '.join(missing)})"
+    return f"{len(ops)} op{'' if len(ops) == 1 else 's'}" + (": " + ", ".join(ops) if ops else "")
+
+
 def report() -> str:
     import polyeng
     from ..engine import fpmath, settings, verbose
@@ -37,9 +48,10 @@ def report() -> str:
            "versions: " + ", ".join(f"{d} {_version(d)}" for d in
                                     ("numpy", "ml_dtypes", "pluggy", "numba", "pyopencl")),
            "", "engines:"]
+    from ..ops import OPS
     for e in polyeng.engines():
         state = "available" if e.available else f"unavailable: {e.reason}"
-        out.append(f"  {e.name:<10} {state}; {len(e.ops)} ops{': ' + ', '.join(e.ops) if e.ops else ''}")
+        out.append(f"  {e.name:<10} {state}; {_ops_text(e.ops, OPS)}")
     out += _engine_details(registry())
     env_eng = os.environ.get(settings.ENV_COMPUTE_ENG)
     out += ["", "defaults:",
@@ -51,6 +63,55 @@ def report() -> str:
     return "\n".join(out)
 
 
+def opencl_devices() -> list[dict]:
+    """Every OpenCL device as plain values, the one OPENCL uses marked ``used``; [] without a platform."""
+    try:
+        import pyopencl as cl
+        platforms = cl.get_platforms()
+    except Exception:
+        return []
+    try:
+        from ..backends.opencl._runtime import choose_device
+        chosen = choose_device()
+    except Exception:   # no device matches POLYENG_OPENCL_DEVICE: the engine says so in its reason
+        chosen = None
+    return [{"index": f"{i}:{j}", "platform": p.name, "device": d.name,
+             "type": cl.device_type.to_string(d.type), "compute_units": d.max_compute_units,
+             "memory_mib": d.global_mem_size // 2**20, "fp64": "cl_khr_fp64" in d.extensions,
+             "used": chosen is not None and d == chosen}
+            for i, p in enumerate(platforms) for j, d in enumerate(p.get_devices())]
+
+
+def as_json() -> dict:
+    """What ``report`` prints, as one JSON-ready dict."""
+    import polyeng
+    from ..cli import version
+    from ..engine import fpmath, settings, verbose
+    from ..engine.plugins import autoload_enabled, registry
+    details = {}
+    for record in registry().engines.values():
+        if record.details is not None and record.name != "opencl":   # OpenCL's: ``opencl_devices``
+            try:
+                details[record.name] = [str(line) for line in record.details()]
+            except Exception as exc:
+                details[record.name] = [f"(could not be listed: {type(exc).__name__}: {exc})"]
+    return {
+        "polyeng": version(), "python": platform.python_version(), "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "versions": {"python": platform.python_version(), "polyeng": version(),
+                     **{d: _version(d) for d in ("numpy", "ml_dtypes", "pluggy", "numba", "pyopencl")}},
+        "engines": [{"name": e.name, "available": e.available, "reason": e.reason, "ops": list(e.ops)}
+                    for e in polyeng.engines()],
+        "opencl_devices": opencl_devices(),
+        "details": details,
+        "defaults": {"compute_engine": polyeng.get_compute_eng(),
+                     "compute_engine_source": f"env {settings.ENV_COMPUTE_ENG}"
+                     if os.environ.get(settings.ENV_COMPUTE_ENG, "").strip() else "default",
+                     "fp_math_mode": fpmath.get_fp_math_mode().value, "fp_math_mode_source": fpmath.default_source(),
+                     "verbose": verbose.level(), "plugin_autoload": autoload_enabled()},
+    }
+
+
 def run(args) -> int:
-    print(report())
+    print(json.dumps(as_json(), indent=2) if args.json else report())
     return 0

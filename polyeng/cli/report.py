@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import sys
 
@@ -96,39 +97,107 @@ def require_matplotlib():
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        from .bench import BenchError
-        raise BenchError("--plot needs matplotlib, which is not installed: "
+        from .console import UsageError
+        raise UsageError("--plot needs matplotlib, which is not installed: "
                          "pip install 'polyeng[plot]' (or pip install matplotlib)") from None
     return Figure
 
 
-def plot(report: dict, path: str) -> None:
-    """Bar chart of torch/engine per case and engine (log scale, line at 1); basic/engine without torch."""
+def check_plot_path(path: str) -> str:
+    """The chart's file format, from the name's extension (none: PNG); refused before the run if
+    matplotlib is missing or cannot write that format."""
     Figure = require_matplotlib()
+    extension = os.path.splitext(path)[1].lower().lstrip(".")
+    formats = Figure().canvas.get_supported_filetypes()
+    if extension and extension not in formats:
+        from .console import UsageError
+        others = ", ".join("." + f for f in sorted(formats) if f not in PLOT_FORMATS)
+        raise UsageError(f"--plot {path}: cannot write a .{extension} chart; expected a file name ending in "
+                         f".png, .svg or .pdf (or {others})")
+    return extension or "png"
+
+
+PLOT_FORMATS = ("png", "svg", "pdf")
+# One hue per engine, in the order engines appear; its device-tensor runner gets a lighter shade.
+_ENGINE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+_DTYPE_HATCHES = {"f32": "", "bf16": "//", "f16": "..", "f64": "xx"}
+
+
+def _lighter(colour: str, amount: float = 0.5) -> tuple:
+    r, g, b = (int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return tuple(c + (1 - c) * amount for c in (r, g, b))
+
+
+def _ratio_label(value, _position=None) -> str:
+    return f"{value:g}x"
+
+
+def _ratio_ticks(low: float, high: float) -> list[float]:
+    """1-2-5 steps (0.5x, 1x, 2x, 5x, 10x ...) from the last one below ``low`` to the first one above
+    ``high``, so that the ends of the axis are marked too."""
+    ticks, decade = [], 10.0 ** math.floor(math.log10(low))
+    while decade <= high * 10:
+        ticks += [decade * m for m in (1, 2, 5)]
+        decade *= 10
+    below = max(t for t in ticks if t <= low)
+    above = min(t for t in ticks if t >= high)
+    return [t for t in ticks if below <= t <= above]
+
+
+def plot(report: dict, path: str) -> None:
+    """Write ``chart(report)`` to ``path``, in the format its extension names (none: PNG)."""
+    chart(report).savefig(path, dpi=110, format=check_plot_path(path))
+
+
+def chart(report: dict):
+    """A matplotlib Figure: bars of torch/engine per case and runner (basic/engine without torch),
+    from the line at 1x on a log scale; one colour per engine (lighter for its device-tensor
+    runner), one hatch per dtype; the reference named in the title and the legend."""
+    Figure = require_matplotlib()
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
     key = "torch_ratio" if "torch" in report["engines"] else "basic_ratio"
+    reference = "torch" if key == "torch_ratio" else "basic"
     dtypes = report["header"]["dtypes"]
-    series = [(name, dtype) for dtype in dtypes for name in report["engines"]
-              if name not in ("torch", "basic" if key == "basic_ratio" else "")]
+    series = [(name, dtype) for dtype in dtypes for name in report["engines"] if name not in ("torch", reference)]
     cases = list(dict.fromkeys(e["case"] for e in report["results"]))
     values = {(e["case"], name, e["dtype"]): e["engines"][name][key]
               for e in report["results"] for name in e["engines"] if e["engines"][name].get(key)}
     series = [s for s in series if any((c, *s) in values for c in cases)]
     if not series:
-        from .bench import BenchError
-        raise BenchError(f"--plot: no {key.replace('_', ' ')} to draw (every result is missing or a mismatch)")
-    fig = Figure(figsize=(min(18.0, 3 + len(cases) * (0.35 + 0.2 * len(series))), 5), layout="constrained")
-    ax = fig.add_subplot()
+        from .console import UsageError
+        raise UsageError(f"--plot: no {key.replace('_', ' ')} to draw (every result is missing or a mismatch)")
+    engines = list(dict.fromkeys(name.split(":")[0] for name, _ in series))
+    colour = {e: _ENGINE_COLOURS[i % len(_ENGINE_COLOURS)] for i, e in enumerate(engines)}
     width = 0.8 / len(series)
+    fig = Figure(figsize=(min(20.0, max(7.5, 3.5 + len(cases) * (0.3 + 0.18 * len(series)))), 5.5),
+                 layout="constrained")
+    ax = fig.add_subplot()
     for i, (name, dtype) in enumerate(series):
-        xs = [j + (i - (len(series) - 1) / 2) * width for j, c in enumerate(cases) if (c, name, dtype) in values]
-        ys = [values[(c, name, dtype)] for c in cases if (c, name, dtype) in values]
-        ax.bar(xs, ys, width, label=name if len(dtypes) == 1 else f"{name} {dtype}")
-    ax.axhline(1.0, color="black", linewidth=1)
+        engine = name.split(":")[0]
+        shade = colour[engine] if name == engine else _lighter(colour[engine])
+        shown = [(j, values[(c, name, dtype)]) for j, c in enumerate(cases) if (c, name, dtype) in values]
+        # each bar goes from 1x (the reference) to the ratio: up when the engine is faster, down when slower
+        ax.bar([j + (i - (len(series) - 1) / 2) * width for j, _ in shown], [v - 1 for _, v in shown], width,
+               bottom=1.0, color=shade, hatch=_DTYPE_HATCHES.get(dtype, "++") if len(dtypes) > 1 else None,
+               edgecolor="white" if len(dtypes) == 1 else "black", linewidth=0.4,
+               label=name if len(dtypes) == 1 else f"{name} {dtype}")
+    ax.axhline(1.0, color="black", linewidth=1, label=f"{reference} (1x)")
     ax.set_yscale("log")
-    ax.set_xticks(range(len(cases)), cases, rotation=40, ha="right")
-    reference = "torch" if key == "torch_ratio" else "basic"
-    ax.set_ylabel(f"{reference} time / engine time (> 1: engine faster)")
-    ax.set_title(f"polyeng vs {reference}, scale {report['header']['scale']}, "
-                 f"{report['header']['threads']} threads, {report['header']['date'][:10]}")
-    ax.legend()
-    fig.savefig(path, dpi=110)
+    ticks = _ratio_ticks(min(min(values.values()), 1.0) / 1.1, max(max(values.values()), 1.0) * 1.1)
+    ax.set_ylim(ticks[0] / 1.05, ticks[-1] * 1.05)
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(_ratio_label))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.grid(axis="y", color="0.85", linewidth=0.6)
+    ax.set_axisbelow(True)
+    several = len(cases) > 1
+    ax.set_xticks(range(len(cases)), cases, rotation=30 if several else 0, ha="right" if several else "center")
+    margin = max(0.6, (4 - len(cases)) / 2)   # a lone case's bars stay bar-wide, not page-wide
+    ax.set_xlim(-margin, len(cases) - 1 + margin)
+    against = "PyTorch" if reference == "torch" else "BASIC (numpy reference; torch not run)"
+    ax.set_ylabel(f"{reference} time / engine time (above 1x: engine faster)")
+    header = report["header"]
+    ax.set_title(f"polyeng engines vs {against}\nscale {header['scale']}, {header['threads']} threads, "
+                 f"median of {header['repeat']}, {', '.join(dtypes)}, {header['date'][:10]}", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)   # beside the bars
+    return fig

@@ -1,0 +1,161 @@
+"""``polyeng warmup``: compile every kernel ahead of time, for container images and CI caches.
+
+Each engine runs small calls of every op in every dtype the op takes (and the variants whose
+kernels differ: softmax over the last axis and over another, a transposing permute, ...), so
+numba compiles each kernel for each signature and writes it to its on-disk cache, and OpenCL
+builds its programs (cached by pyopencl and the driver). A second warmup finds everything
+cached and only loads it.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+import polyeng
+from ..engine import dtypes as dt
+from ..examples import example_calls
+from .console import UsageError
+from .report import Progress
+
+FLOATS = ("f32", "f64", "bf16", "f16")
+EXACT = ("s8", "u8", "s32", "s64", "bool")   # taken by the data-movement ops (and matmul, cast)
+
+
+def _variants(rng, dtype) -> list:
+    """(op, args, kwargs) of the calls beyond ``example_calls`` whose numba kernels or signatures differ."""
+    def t(*shape):
+        return rng.standard_normal(shape).astype(dtype)
+    calls = [("softmax", (t(4, 5, 33),), {"axis": 1}), ("log_softmax", (t(4, 5, 33),), {"axis": -1}),
+             ("max_pool2d", (t(2, 3, 11, 11), 2), {"return_indices": True}),
+             ("max_pool2d", (t(2, 3, 11, 11), 3), {"stride": 1}), ("avg_pool2d", (t(2, 3, 11, 11), 3), {"stride": 1}),
+             ("upsample_nearest", (t(2, 3, 7, 9),), {"scale_factor": 3.0}),
+             ("upsample_nearest", (t(2, 3, 7, 9),), {"size": (5, 13)}),
+             ("permute_contiguous", (t(2, 5, 3, 7), (0, 1, 3, 2)), {}),
+             ("layer_norm", (t(4, 6, 32), 32), {}), ("gelu", (t(6, 31),), {"approximate": "tanh"})]
+    calls += [("cast", (t(6, 31), target), {}) for target in ("float16", "float32", "float64")]
+    return calls
+
+
+def warmup_calls(dtype_name: str, seed: int = 0) -> list:
+    """Every warm-up call in one dtype: (op, args, kwargs)."""
+    rng, dtype = np.random.default_rng(seed), dt.as_dtype(dtype_name)
+    calls = [(op, args, kwargs) for op, (args, kwargs) in example_calls(rng, dtype).items()]
+    return calls + _variants(rng, dtype)
+
+
+def _choose_engines(names: str | None) -> tuple[list[str], list[str]]:
+    """(engines to warm up, notes on the available-by-default ones that are skipped)."""
+    records = {e.name.lower(): e for e in polyeng.engines()}
+    if names is None:
+        chosen = [e.name for e in records.values() if e.name != "basic" and e.available]
+        skipped = [f"{e.name}: unavailable ({e.reason})" for e in records.values() if not e.available]
+        return chosen, skipped
+    chosen = []
+    for name in (n.strip().lower() for n in names.split(",") if n.strip()):
+        if name not in records:
+            raise UsageError(f"--engines {name!r} is not a registered engine; registered: {', '.join(records)}")
+        if not records[name].available:
+            raise UsageError(f"--engines {name!r} is unavailable: {records[name].reason}")
+        chosen.append(records[name].name)
+    if not chosen:
+        raise UsageError("--engines is empty; expected e.g. numba,opencl")
+    return chosen, []
+
+
+def _dtypes(text: str) -> list[str]:
+    if text.strip().lower() == "all":
+        return list(FLOATS + EXACT)
+    out = []
+    for name in (n.strip() for n in text.split(",") if n.strip()):
+        try:
+            out.append(dt.short_name(dt.as_dtype(name, "--dtype")))
+        except TypeError as exc:
+            raise UsageError(str(exc)) from None
+    if not out:
+        raise UsageError("--dtype is empty; expected all or a comma list such as f32,bf16")
+    return out
+
+
+def _ops(text: str | None) -> set | None:
+    if text is None:
+        return None
+    from ..ops import OPS
+    names = {n.strip().lower() for n in text.split(",") if n.strip()}
+    unknown = sorted(names - set(OPS))
+    if unknown or not names:
+        raise UsageError(f"--ops {text!r}: {', '.join(unknown) or 'empty'} is not an op; ops: {', '.join(OPS)}")
+    return names
+
+
+def numba_cache_counts() -> tuple[int, int, str | None]:
+    """(compiles, loads from the disk cache, cache folder) of the numba kernels this process used."""
+    try:
+        from numba.core.dispatcher import Dispatcher
+    except ImportError:
+        return 0, 0, None
+    compiled = loaded = 0
+    folder = None
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("polyeng.backends.numba.") or module is None:
+            continue
+        for value in list(vars(module).values()):
+            if isinstance(value, Dispatcher):
+                compiled += sum(value.stats.cache_misses.values())
+                loaded += sum(value.stats.cache_hits.values())
+                folder = folder or getattr(getattr(value, "_cache", None), "_cache_path", None)
+    import numba
+    return compiled, loaded, numba.config.CACHE_DIR or folder   # NUMBA_CACHE_DIR, else next to the sources
+
+
+def run(args) -> int:
+    start = time.perf_counter()
+    engines, skipped = _choose_engines(args.engines)
+    dtypes = _dtypes(args.dtype)
+    ops = _ops(args.ops)
+    records = {e.name: e for e in polyeng.engines()}
+    work = [(engine, dtype, op, call_args, kwargs) for engine in engines for dtype in dtypes
+            for op, call_args, kwargs in warmup_calls(dtype)
+            if op in records[engine].ops and (ops is None or op in ops)]
+    progress = Progress(quiet=args.quiet)
+    summary = {engine: {"calls": 0, "invalid": 0, "seconds": 0.0, "rejected": {}} for engine in engines}
+    failures = []
+    for done, (engine, dtype, op, call_args, kwargs) in enumerate(work):
+        progress(done, len(work), f"{engine} {op} {dtype}")
+        entry = summary[engine]
+        with polyeng.compute_eng(engine, fallback=False):
+            try:   # a dtype the op does not take is skipped; so is a call the engine rejects, with its reason
+                polyeng.explain(op, *call_args, **kwargs)
+            except (TypeError, ValueError):
+                entry["invalid"] += 1
+                continue
+            except polyeng.EngineError as exc:
+                entry["rejected"][exc.reason] = entry["rejected"].get(exc.reason, 0) + 1
+                continue
+            began = time.perf_counter()
+            try:
+                getattr(polyeng, op)(*call_args, **kwargs)
+            except Exception as exc:   # a kernel that fails to compile or run: a bug to report
+                first_line = str(exc).splitlines()[0] if str(exc) else ""
+                failures.append(f"{engine} {op} {dtype}: {type(exc).__name__}: {first_line}")
+            entry["seconds"] += time.perf_counter() - began
+            entry["calls"] += 1
+    progress.finish(f"polyeng warmup: {', '.join(engines) or 'no engine'} done in {time.perf_counter() - start:.1f} s")
+    for engine, entry in summary.items():
+        line = f"  {engine:<8} {entry['calls']} calls in {entry['seconds']:.1f} s, dtypes {','.join(dtypes)}"
+        if entry["invalid"]:
+            line += f"; {entry['invalid']} calls skipped: the op does not take that dtype"
+        if engine == "numba":
+            compiled, loaded, folder = numba_cache_counts()
+            line += f"; {compiled} kernels compiled, {loaded} loaded from the disk cache"
+            if folder:
+                line += f" ({folder})"
+        print(line)
+        for reason, count in entry["rejected"].items():
+            print(f"  {engine:<8} rejected {count} calls: {reason}")
+    for note in skipped:
+        print(f"  skipped {note}")
+    for failure in failures:
+        print(f"polyeng warmup: failed: {failure}", file=sys.stderr)
+    return 1 if failures else 0
