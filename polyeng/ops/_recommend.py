@@ -1,10 +1,11 @@
 """Recommendation rules (step 4 of the selection): the engine each op prefers for a call.
 
-A NUMBA call pays a parallel launch (about 10-20 µs) that a small numpy call does not, so
-each op prefers NUMBA from a size on and BASIC below it. The thresholds are where NUMBA
-overtook BASIC in ``benchmarks/crossover.py`` (table in docs/performance.md); the size is
-the number of elements of all array arguments. After the recommendation, every op tries
-NUMBA, then BASIC (``PREFERENCE``).
+NUMBA's kernels run on the calling thread below a 256 KB output (``backends/numba/_runtime.py``),
+so a small call on either engine is one thread's work, on a busy machine as on an idle one;
+each op prefers NUMBA from the size on which its kernel beats numpy and BASIC below it. The
+thresholds are where NUMBA overtook BASIC in ``benchmarks/crossover.py`` (table in
+docs/performance.md); the size is the number of elements of all array arguments. After the
+recommendation, every op tries NUMBA, then BASIC (``PREFERENCE``).
 """
 from __future__ import annotations
 

@@ -18,5 +18,6 @@ def _validate(x, approximate):
 
 SPEC = OpSpec(name="gelu", function=gelu, validate=_validate, category=Category.FOLLOW,
               prepare=check.like_input,
-              recommend=_recommend.jit_from(1024), preference=_recommend.PREFERENCE)
+              # exact form 3.5x BASIC's erf loop at 512 elements, the tanh form within 10%
+              recommend=_recommend.jit_from(512), preference=_recommend.PREFERENCE)
 SPECS = [SPEC]

@@ -11,6 +11,13 @@
 - ``launch_lock``: parallel kernels are launched one at a time per process. numba's
   workqueue threading layer aborts the process on concurrent launches, and with OpenMP
   concurrent launches only oversubscribe the cores.
+- ``launch``: a kernel writing less than ``_SERIAL_BYTES`` runs on the calling thread. A
+  parallel launch wakes numba's workers; when another process keeps a core busy they wait
+  for it (OpenMP's workers also spin for milliseconds after each launch), and a small call
+  took 8-24 ms instead of 0.02-0.2 ms (``benchmarks/contention.py``). The threading layer and
+  ``OMP_WAIT_POLICY`` are left to numba and the user: both are process-wide (they govern
+  every numba and OpenMP user in the process), and workqueue, the layer without spinning,
+  took 50-80 us per launch even on one thread.
 """
 from __future__ import annotations
 
@@ -100,16 +107,39 @@ def _lock_path(dispatcher):
 _SERIAL_BYTES = 256 * 1024   # below this much output a launch stays on the calling thread
 
 
+def threads_for(out_nbytes) -> int:
+    """How many threads ``launch`` gives a kernel writing ``out_nbytes`` (kernels size their
+    tasks and per-task scratch by it)."""
+    return get_num_threads() if out_nbytes >= _SERIAL_BYTES else 1
+
+
 def launch(kernel, out_nbytes, *args):
     """Run a parallel ``kernel`` under ``launch_lock``; one writing under ``_SERIAL_BYTES`` runs on
     the calling thread alone: waking the pool (and, on a busy machine, waiting for a core) costs
-    far more than such a copy. """
+    far more than such a call. """
     with launch_lock:
         if out_nbytes >= _SERIAL_BYTES:
             return kernel(*args)
-        threads = get_num_threads()
-        set_num_threads(1)
+        get, put = _thread_count_controls()
+        threads = get()
+        put(1)
         try:
             return kernel(*args)
         finally:
-            set_num_threads(threads)
+            put(threads)
+
+
+_controls = None
+
+
+def _thread_count_controls():
+    """numba's own getter and setter of this thread's thread count, without the checks of the
+    public ``get_num_threads``/``set_num_threads`` (2 us each, as long as a small kernel);
+    the public ones where this numba lacks them."""
+    global _controls
+    if _controls is None:
+        get_num_threads()   # loads the threading layer, which defines the raw controls
+        from numba.np.ufunc import parallel
+        raw = getattr(parallel, "_get_num_threads", None), getattr(parallel, "_set_num_threads", None)
+        _controls = raw if all(callable(f) for f in raw) else (get_num_threads, set_num_threads)
+    return _controls

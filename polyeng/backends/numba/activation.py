@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from numba import prange
 
 from ._mathfn import erf, tanh
-from ._runtime import jit, launch_lock
+from ._runtime import jit, launch, threads_for
 from ._storage import compute_dtype, kernel_view, narrow, widen
 
 _CHUNK = 16384   # elements per parallel task: enough work to hide a task's start
@@ -41,8 +40,7 @@ def gelu(p, x, approximate):
     real = compute_dtype(x.dtype).type
     tanh_form = approximate == "tanh"
     scale = real(math.sqrt(2.0 / math.pi)) if tanh_form else real(1 / math.sqrt(2.0))
-    chunks = min(-(-x.size // _CHUNK), 4 * numba.get_num_threads())
-    with launch_lock:
-        _gelu(kernel_view(np.ascontiguousarray(x)).reshape(-1), kernel_view(out).reshape(-1),
-              tanh_form, chunks, real(0.5), real(1), real(0.044715), scale)
+    chunks = min(-(-x.size // _CHUNK), 4 * threads_for(out.nbytes))
+    launch(_gelu, out.nbytes, kernel_view(np.ascontiguousarray(x)).reshape(-1), kernel_view(out).reshape(-1),
+           tanh_form, chunks, real(0.5), real(1), real(0.044715), scale)
     return out

@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import prange
 
-from ._runtime import jit, launch_lock
+from ._runtime import jit, launch
 from ._storage import compute_dtype, kernel_view, narrow, widen
 
 
@@ -48,6 +48,6 @@ def layer_norm(p, x, normalized_shape, weight, bias, eps):
     b = np.full(features, -0.0, compute) if bias is None else np.ascontiguousarray(bias, compute).reshape(features)
     out = np.empty(x.shape, x.dtype)
     src = kernel_view(np.ascontiguousarray(x)).reshape(-1, features)
-    with launch_lock:
-        _layer_norm(src, w, b, compute.type(eps), compute.type(features), kernel_view(out).reshape(-1, features))
+    launch(_layer_norm, out.nbytes, src, w, b, compute.type(eps), compute.type(features),
+           kernel_view(out).reshape(-1, features))
     return out

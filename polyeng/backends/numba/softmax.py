@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import prange, types
 from numba.extending import intrinsic, overload, register_jitable
 
-from ._runtime import jit, launch_lock
+from ._runtime import jit, launch, threads_for
 from ._storage import bits_f32, compute_dtype, f32_bits, kernel_view, narrow, widen
 
 _BLOCK_ELEMENTS = 2048   # inner lanes x n: the working set of one inner>1 task, kept in L1
@@ -259,19 +258,17 @@ def _run(x, axis, log):
     out = np.empty(shape, x.dtype)
     src = kernel_view(np.ascontiguousarray(x))
     dst = kernel_view(out)
-    threads = numba.get_num_threads()
+    threads = threads_for(out.nbytes)
     if inner == 1:
         chunks = min(outer, 4 * threads)
         scratch = np.empty((chunks, 2, n), compute_dtype(x.dtype))
-        with launch_lock:
-            kernel = _row_pairs if x.dtype.itemsize == 2 else _rows
-            kernel(src.reshape(outer, n), dst.reshape(outer, n), scratch, log)
+        kernel = _row_pairs if x.dtype.itemsize == 2 else _rows
+        launch(kernel, out.nbytes, src.reshape(outer, n), dst.reshape(outer, n), scratch, log)
         return out
     block = min(inner, max(16, _BLOCK_ELEMENTS // n // 16 * 16))
     chunks = min(outer * -(-inner // block), 4 * threads)
     scratch = np.empty((chunks, n + 2, block), compute_dtype(x.dtype))
-    with launch_lock:
-        _lanes(src.reshape(outer, n, inner), dst.reshape(outer, n, inner), scratch, block, log)
+    launch(_lanes, out.nbytes, src.reshape(outer, n, inner), dst.reshape(outer, n, inner), scratch, block, log)
     return out
 
 
