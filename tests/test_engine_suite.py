@@ -13,10 +13,12 @@ EXEC_LINE = re.compile(r"polyeng,exec,(\w+),(\w+),(\w+),")
 SECTION = re.compile(r"^_{3,} (\S.*?) _{3,}$", re.M)
 
 
-def pytest_run(*args):
+def pytest_run(*args, allow_skips=None):
     env = dict(os.environ, POLYENG_VERBOSE="1")   # one exec line per op call, naming the engine
-    for name in ("POLYENG_REQUIRE_ENGINES", "POLYENG_TEST_PLUGINS", "PYTEST_ADDOPTS"):
+    for name in ("POLYENG_REQUIRE_ENGINES", "POLYENG_TEST_PLUGINS", "PYTEST_ADDOPTS", "POLYENG_ALLOW_SKIPS"):
         env.pop(name, None)
+    if allow_skips is not None:
+        env["POLYENG_ALLOW_SKIPS"] = allow_skips
     command = [sys.executable, "-m", "pytest", *args, "--polyeng-plugin", PLUGIN,
                "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -58,7 +60,7 @@ def test_the_softmax_suite_runs_on_the_plugin_engines_kernels():
 
 def test_tests_of_ops_the_plugin_engine_lacks_are_skipped_with_the_reason():
     code, output = pytest_run("tests/test_activation_engines.py", "tests/test_pooling_engines.py",
-                              "-k", "mirror", "-rA")
+                              "-k", "mirror", "-rA", allow_skips="does not implement")
     assert code == 0, output
     passed = outcomes(output, "PASSED")
     assert passed and all(test.startswith("tests/test_activation_engines.py::") for test in passed)
@@ -66,3 +68,11 @@ def test_tests_of_ops_the_plugin_engine_lacks_are_skipped_with_the_reason():
                      r"max_pool2d$", output, re.M), output
     assert "FAILED" not in output and "ERROR" not in output
     assert ",gelu,mirror," in output
+
+
+def test_skips_of_ops_the_plugin_engine_lacks_fail_the_run_without_an_opt_out():
+    code, output = pytest_run("tests/test_activation_engines.py", "tests/test_pooling_engines.py",
+                              "-k", "mirror")
+    assert code == 6, output
+    assert re.search(r"^  tests/test_pooling_engines.py::\S+\[mirror\]: engine 'mirror' does not implement "
+                     r"max_pool2d$", output, re.M), output
