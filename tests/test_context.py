@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import polyeng
+from polyeng.engine import scopes
+from polyeng.engine.verbose import level as verbose_level
 from support import FakeEngine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -96,6 +98,51 @@ def test_bind_runs_ops_under_the_bound_engine(caplog):
     assert "polyeng,exec,softmax,basic,user,fpm:strict,f32,x:f32:3x4," in caplog.text
 
 
+def test_bind_leaves_nothing_behind_in_the_worker_thread():
+    def leaves_a_scope_open():
+        polyeng.fp_math_mode("f16").__enter__()   # never exited
+        return polyeng.get_fp_math_mode().value
+
+    def probe():
+        return polyeng.get_compute_eng(), polyeng.get_fp_math_mode().value, scopes._open.get()
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with polyeng.compute_eng("numba"):
+            assert pool.submit(polyeng.bind(leaves_a_scope_open)).result() == "f16"
+        assert pool.submit(probe).result() == ("recommend", "strict", ())
+
+
+def test_an_enclosing_scope_closes_the_scopes_left_open_inside_it():
+    # a signal landing on the first instruction of an __exit__ skips it; the next enclosing
+    # scope to close closes the skipped ones too
+    with polyeng.verbose(0):
+        with polyeng.compute_eng("basic"):
+            polyeng.fp_math_mode("bf16").__enter__()
+            polyeng.verbose(2).__enter__()
+            assert (polyeng.get_fp_math_mode().value, verbose_level()) == ("bf16", 2)
+        assert (polyeng.get_compute_eng(), polyeng.get_fp_math_mode().value, verbose_level()) == \
+            ("recommend", "strict", 0)
+        assert len(scopes._open.get()) == 1
+    assert scopes._open.get() == ()
+
+
+def test_a_close_interrupted_by_a_signal_is_redone(monkeypatch):
+    close, calls = scopes._close, []
+
+    def interrupted_once(entry):
+        calls.append(entry)
+        close(entry)
+        if len(calls) == 1:   # as if a signal landed after the variable was restored
+            raise KeyboardInterrupt
+    monkeypatch.setattr(scopes, "_close", interrupted_once)
+    outer = polyeng.compute_eng("numba")
+    with pytest.raises(KeyboardInterrupt):
+        with outer, polyeng.compute_eng("basic"):
+            pass
+    assert polyeng.get_compute_eng() == "recommend" and scopes._open.get() == ()
+    assert len(calls) == 3   # the inner close twice (the second finds it closed), the outer once
+
+
 def test_fp_math_mode_scopes_and_validation():
     assert polyeng.get_fp_math_mode() == polyeng.FpMathMode.STRICT
     with polyeng.fp_math_mode("BF16"):
@@ -142,6 +189,16 @@ def test_invalid_environment_values_are_clear_errors():
     assert out.returncode != 0 and "POLYENG_DEFAULT_FP_MATH_MODE='fp8'" in out.stderr
     out = _run("import polyeng; polyeng.get_compute_eng()", POLYENG_COMPUTE_ENG="cuda")
     assert out.returncode != 0 and "POLYENG_COMPUTE_ENG='cuda'" in out.stderr and "basic" in out.stderr
+
+
+@pytest.mark.parametrize("variable,valid", [("POLYENG_VERBOSE", "expected 0, 1 or 2"),
+                                            ("POLYENG_COMPUTE_ENG", "expected one of recommend, basic, numba"),
+                                            ("POLYENG_DEFAULT_FP_MATH_MODE", "expected one of strict, bf16, f16")])
+def test_a_bad_environment_variable_is_one_clear_error_at_the_first_call(variable, valid):
+    out = _run("import polyeng; polyeng.softmax([1.0])", **{variable: "nonsense"})
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1].startswith(f"ValueError: {variable}='nonsense' is not ")
+    assert valid in out.stderr
 
 
 def test_verbose_environment_variable_prints_lines():

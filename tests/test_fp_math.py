@@ -49,7 +49,47 @@ def test_mode_names_dtypes_and_invalid_values():
         with pytest.raises(ValueError, match="not a compatible down-conversion type"):
             polyeng.fp_math_mode(incompatible)
     with pytest.raises(ValueError, match="expected one of strict"):
-        polyeng.set_default_fp_math_mode("half")
+        polyeng.set_default_fp_math_mode("halfway")
+
+
+@pytest.mark.parametrize("name,mode", [("bfloat16", M.BF16), ("float16", M.F16), ("Float32", M.STRICT),
+                                       ("tf32", M.TF32), (polyeng.bfloat16, M.BF16), (np.float16, M.F16),
+                                       (np.dtype(np.float32), M.STRICT)])
+def test_modes_given_as_dtype_names_and_types(name, mode):
+    assert polyeng.fp_math_mode(name).mode is mode
+    polyeng.set_default_fp_math_mode(name)
+    try:
+        assert polyeng.get_fp_math_mode() is mode
+    finally:
+        polyeng.set_default_fp_math_mode("strict")
+
+
+@pytest.mark.parametrize("bad", [None, 3.5, object(), True, [1]])
+def test_values_that_are_no_mode_at_all_list_the_valid_ones(bad):
+    for setter in (polyeng.fp_math_mode, polyeng.set_default_fp_math_mode):
+        with pytest.raises(TypeError, match=r"is not an fp math mode; expected one of strict, bf16, f16, tf32, "
+                                            r"any, or a float dtype or its name: float32 \(strict\), bfloat16"):
+            setter(bad)
+    assert polyeng.get_fp_math_mode() is M.STRICT
+
+
+def test_dtype_names_that_are_no_down_conversion_type_list_the_valid_ones():
+    for bad in ("float64", "int8", "bool"):
+        with pytest.raises(ValueError, match=f"mode={bad} is not a compatible down-conversion type.*"
+                                             "expected one of strict, bf16, f16, tf32, any"):
+            polyeng.fp_math_mode(bad)
+
+
+@pytest.mark.parametrize("mode,args,short,dtype", [
+    ("strict", (A, B), "f32", np.float32), ("tf32", (A, B), "tf32", np.float32),
+    ("bf16", (A, B), "bf16", polyeng.bfloat16), ("f16", (A, B), "f16", np.float16),
+    ("any", (A.astype(np.float64), B), "f64", np.float64),
+    ("bf16", ((A * 9).astype(np.int8), (B * 9).astype(np.int8)), "s8", np.int8)])
+def test_decision_gives_the_compute_dtype_and_its_short_name(mode, args, short, dtype):
+    with polyeng.fp_math_mode(mode):
+        decision = polyeng.explain("matmul", *args)
+    assert isinstance(decision.compute_dtype, np.dtype) and decision.compute_dtype == np.dtype(dtype)
+    assert decision.compute_type == short
 
 
 def test_default_mode_and_scopes_restore_on_exception():
@@ -96,7 +136,8 @@ def test_allow_ops_round_inputs_and_accumulate_in_f32(mode, compute, caplog):
         decision = polyeng.explain("matmul", A, B)
         with polyeng.verbose(1), caplog.at_level("INFO", logger="polyeng"):
             out = polyeng.matmul(A, B)
-    assert (decision.fp_math_mode, decision.compute_dtype) == (mode, compute)
+    assert (decision.fp_math_mode, decision.compute_type) == (mode, compute)
+    assert decision.compute_dtype == (np.float32 if compute == "tf32" else dt.as_dtype(compute))
     assert f"fpm:{mode},{compute}," in caplog.messages[-1]
     assert out.dtype == np.float32
     expected = (_round(A, compute).astype(np.float64) @ _round(B, compute).astype(np.float64))
@@ -111,7 +152,7 @@ def test_linear_and_lstm_follow_the_mode_too():
         out = polyeng.linear(A, w)
         assert polyeng.explain("lstm", A[None], [(RNG.standard_normal((8, 40)).astype(np.float32),
                                                   RNG.standard_normal((8, 2)).astype(np.float32), None, None)]
-                               ).compute_dtype == "bf16"
+                               ).compute_type == "bf16"
     np.testing.assert_allclose(out, _round(A, "bf16") @ _round(w, "bf16").T, rtol=1e-5, atol=1e-5)
 
 
@@ -129,7 +170,7 @@ def test_follow_and_deny_ops_are_bit_exact_under_every_mode(op, args, kwargs):
     strict = getattr(polyeng, op)(*args, **kwargs)
     for mode in M:
         with polyeng.fp_math_mode(mode):
-            assert polyeng.explain(op, *args, **kwargs).compute_dtype == "f32"
+            assert polyeng.explain(op, *args, **kwargs).compute_type == "f32"
             np.testing.assert_array_equal(getattr(polyeng, op)(*args, **kwargs), strict)
 
 
@@ -137,7 +178,7 @@ def test_f64_and_integer_work_is_untouched():
     a64, b64 = A.astype(np.float64), B.astype(np.float64)
     ai, bi = (A * 10).astype(np.int32), (B * 10).astype(np.int32)
     with polyeng.fp_math_mode("any"):
-        assert polyeng.explain("matmul", a64, b64).compute_dtype == "f64"
+        assert polyeng.explain("matmul", a64, b64).compute_type == "f64"
         np.testing.assert_array_equal(polyeng.matmul(a64, b64), a64 @ b64)
         np.testing.assert_array_equal(polyeng.matmul(ai, bi), ai @ bi)
         half = polyeng.matmul(A.astype(np.float16), B.astype(np.float16))
@@ -170,25 +211,25 @@ def deny_rule(call, mixed_dtype):
 
 def test_registered_rule_changes_the_category_and_highest_level_wins():
     with polyeng.fp_math_mode("bf16"):
-        assert polyeng.explain("softmax", A).compute_dtype == "f32"
+        assert polyeng.explain("softmax", A).compute_type == "f32"
         register_mixed_precision_conversion("softmax", allow_rule, level=20)
         try:
-            assert polyeng.explain("softmax", A).compute_dtype == "bf16"
+            assert polyeng.explain("softmax", A).compute_type == "bf16"
             register_mixed_precision_conversion("softmax", deny_rule, level=5)   # lower level: no effect
-            assert polyeng.explain("softmax", A).compute_dtype == "bf16"
+            assert polyeng.explain("softmax", A).compute_type == "bf16"
             with conversion_override("softmax", deny_rule):                      # scoped: beats every level
-                assert polyeng.explain("softmax", A).compute_dtype == "f32"
+                assert polyeng.explain("softmax", A).compute_type == "f32"
                 with conversion_override("matmul", deny_rule):
-                    assert polyeng.explain("matmul", A, B).compute_dtype == "f32"
-                    assert polyeng.explain("softmax", A).compute_dtype == "f32"
-                assert polyeng.explain("matmul", A, B).compute_dtype == "bf16"
-            assert polyeng.explain("softmax", A).compute_dtype == "bf16"
+                    assert polyeng.explain("matmul", A, B).compute_type == "f32"
+                    assert polyeng.explain("softmax", A).compute_type == "f32"
+                assert polyeng.explain("matmul", A, B).compute_type == "bf16"
+            assert polyeng.explain("softmax", A).compute_type == "bf16"
             out = polyeng.softmax(A)
             np.testing.assert_allclose(out, polyeng.softmax(_round(A, "bf16")), rtol=1e-6)
         finally:
             unregister_mixed_precision_conversion("softmax", 20)
             unregister_mixed_precision_conversion("softmax", 5)
-        assert polyeng.explain("softmax", A).compute_dtype == "f32"
+        assert polyeng.explain("softmax", A).compute_type == "f32"
 
 
 def test_rule_decorator_and_errors():
@@ -197,7 +238,7 @@ def test_rule_decorator_and_errors():
         return "allow", "float32", mixed_dtype
     try:
         with polyeng.fp_math_mode("f16"):
-            assert polyeng.explain("gelu", A).compute_dtype == "f16"
+            assert polyeng.explain("gelu", A).compute_type == "f16"
     finally:
         unregister_mixed_precision_conversion("gelu", 11)
     with pytest.raises(ValueError, match="op_name='conv2d' is not a polyeng op"):
@@ -239,7 +280,7 @@ def test_engine_that_cannot_go_lower_computes_in_a_more_accurate_allowed_type(ty
     with polyeng.compute_eng("f32only"), polyeng.fp_math_mode("bf16"):
         decision = polyeng.explain("matmul", A, B)
         out = polyeng.matmul(A, B)
-    assert (decision.engine, decision.step, decision.compute_dtype) == ("f32only", "user", "f32")
+    assert (decision.engine, decision.step, decision.compute_type) == ("f32only", "user", "f32")
     assert engine.seen == [(np.float32, False)]
     np.testing.assert_array_equal(out, A @ B)
 

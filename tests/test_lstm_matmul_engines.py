@@ -364,7 +364,7 @@ def test_device_inputs_under_a_down_converting_mode_compute_f32(op, caplog):
         decision = polyeng.explain(op, *device_args)
         with polyeng.verbose(1), caplog.at_level(logging.INFO, logger="polyeng"):
             out = getattr(polyeng, op)(*device_args)
-    assert (decision.engine, decision.compute_dtype) == ("opencl", "f32")
+    assert (decision.engine, decision.compute_type) == ("opencl", "f32")
     assert ",opencl," in caplog.messages[-1] and "fpm:bf16,f32," in caplog.messages[-1]
     first = out[0] if op == "lstm" else out
     assert isinstance(first, OpenCLTensor)

@@ -160,7 +160,7 @@ def test_unknown_engine_names_list_registered_engines():
 
 def test_explain_table_and_record():
     decision = polyeng.explain("softmax", X, axis=1)
-    assert decision.fp_math_mode == "strict" and decision.compute_dtype == "f32"
+    assert decision.fp_math_mode == "strict" and decision.compute_type == "f32" and decision.compute_dtype == np.float32
     assert [c.engine for c in decision.candidates][:3] == ["basic", "numba", "opencl"]
     text = str(decision)
     assert "softmax" in text and "step=recommend" in text and "basic" in text and "chosen" in text

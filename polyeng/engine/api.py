@@ -1,8 +1,11 @@
 """Engine-level public functions that are not ops: the engine list and device tensors."""
 from __future__ import annotations
 
+import reprlib
+
 import numpy as np
 
+from .dtypes import SUPPORTED_DTYPES
 from .errors import EngineError
 from .plugins import registry
 from .registry import EngineInfo
@@ -36,8 +39,15 @@ def to_device(x, engine="opencl"):
 
 
 def to_numpy(t) -> np.ndarray:
-    """A device tensor's contents as a numpy array (numpy arrays and array-likes pass through)."""
+    """A device tensor's contents as a numpy array (numpy arrays and numeric array-likes pass
+    through; anything else, such as a string or an arbitrary object, is a TypeError)."""
     owner = registry().owner_of(t)
-    if owner is None:
-        return np.asarray(t)
-    return owner.to_host(t) if owner.to_host else np.asarray(t)
+    if owner is not None:
+        return owner.to_host(t) if owner.to_host else np.asarray(t)
+    array = np.asarray(t)
+    if isinstance(t, np.ndarray):
+        return array
+    if array.dtype.kind not in "biufc" and array.dtype not in SUPPORTED_DTYPES:   # bfloat16 is kind "V"
+        raise TypeError(f"t={reprlib.repr(t)} ({type(t).__name__}) is not a tensor; expected a device tensor, "
+                        f"a numpy array or a numeric array-like")
+    return array

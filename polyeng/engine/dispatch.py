@@ -1,10 +1,11 @@
 """The data path of every op call, top to bottom:
 
-validate arguments -> decide (selector) -> convert under fp math -> run kernel
-(falling back on run-time failure) -> record (verbose).
+validate arguments -> decide (selector) -> convert under fp math -> run kernel and check
+its result (falling back when either fails) -> record (verbose).
 """
 from __future__ import annotations
 
+import contextvars
 import inspect
 import threading
 import time
@@ -18,6 +19,7 @@ from . import plan_cache
 from .call import Call, OpSpec, map_arrays, op_spec, tensors_of
 from .plan_cache import Plan
 from .errors import EngineError, FallbackWarning
+from .names import Engine
 from .plugins import registry
 from .selector import ACCEPTED, CHOSEN, NOT_PROBED, Decision, choose_engine, verdict
 from .settings import current_scope
@@ -48,11 +50,13 @@ def make_call(spec: OpSpec, args: dict) -> Call:
     return call
 
 
-def decide(call: Call, reg=None, *, probe_all: bool = False) -> Decision:
-    reg = reg or registry()
-    decision = choose_engine(call, reg, current_scope(), probe_all=probe_all)
+def decide(call: Call, reg=None, *, probe_all: bool = False, scope=None) -> Decision:
+    reg, scope = reg or registry(), scope or current_scope()
+    pinned = not scope.fallback and scope.engine != Engine.RECOMMEND.value
+    decision = choose_engine(call, _PinnedView(reg, scope.engine) if pinned else reg, scope, probe_all=probe_all)
     decision.fp_math_mode = call.fp_math_mode.value
-    decision.compute_dtype = reg.kernel(call.op, decision.engine).compute_for(call)
+    decision.compute_type = reg.kernel(call.op, decision.engine).compute_for(call)
+    decision.compute_dtype = fpmath.compute_dtype(decision.compute_type)
     return decision
 
 
@@ -71,7 +75,7 @@ def plan_for(spec: OpSpec, args: dict, reg) -> Plan:
     plan = reg.plans.get(key) if key is not None else None
     if plan is None:
         call = make_call(spec, args)
-        decision = decide(call, reg)
+        decision = decide(call, reg, scope=scope)
         plan = Plan(decision, call.prepared, mode.value, _step(call, decision.engine, reg))
         if key is not None:
             reg.plans.put(key, plan)
@@ -105,7 +109,7 @@ def run(spec: OpSpec, **kwargs):
     reg = registry()   # one snapshot per call, even if a plugin registers meanwhile
     args = spec.validate(**kwargs)
     plan = plan_for(spec, args, reg)
-    decision = plan.decision
+    decision, prepared = plan.decision, plan.prepared
     level = verbose.level()
     if level >= 2:
         for c in decision.candidates:
@@ -120,9 +124,13 @@ def run(spec: OpSpec, **kwargs):
             kernel_args = _to_compute(kernel_args, step.compute, step.kernel.native_storage)
         start = time.perf_counter() if level else 0.0
         try:
-            result = _call_quietly(step.kernel, plan.prepared, kernel_args)
+            result = _call_quietly(step.kernel, prepared, kernel_args)
+            if type(result) is not np.ndarray or result.dtype != prepared.dtype or result.shape != prepared.shape:
+                result = _checked_result(result, prepared)
+        except MemoryError:   # out of host memory is no engine's fault: the caller sees it as it is
+            raise
         except Exception as exc:
-            reason = f"{type(exc).__name__}: {exc}"
+            reason = str(exc) if type(exc) is WrongResult else f"{type(exc).__name__}: {exc}"
             if not decision.fallback:
                 raise EngineError(step.engine, spec.name, f"kernel failed: {reason}") from exc
             last_failure = (step.engine, reason, exc)
@@ -130,8 +138,6 @@ def run(spec: OpSpec, **kwargs):
             if step is not None:
                 _warn_fallback(spec.name, last_failure[0], reason, step.engine)
             continue
-        if type(result) is not np.ndarray or result.dtype != plan.prepared.dtype:
-            result = _to_storage(result, plan.prepared.dtype)
         if level >= 1:
             ms = (time.perf_counter() - start) * 1e3
             label = decision.step if step.engine == decision.engine else "fallback"
@@ -146,15 +152,75 @@ def _call_quietly(kernel, prepared, kwargs):
     """The kernel called with numpy's floating-point warnings off: IEEE results (inf, nan) are
     the defined outcome, not kernel failures, whatever the caller's numpy settings are.
     Built-in kernels take the prepared facts first; plugin kernels the keyword arguments only."""
-    fn = kernel.fn
     if _error_state is None:
         with np.errstate(all="ignore"):
-            return fn(prepared, **kwargs) if kernel.prepared else fn(**kwargs)
-    token = _error_state.set(_IGNORE_ALL)
-    try:
-        return fn(prepared, **kwargs) if kernel.prepared else fn(**kwargs)
-    finally:
-        _error_state.reset(token)
+            return kernel.fn(prepared, **kwargs) if kernel.prepared else kernel.fn(**kwargs)
+    # run in a copy of the context: the caller's error state is never changed, so no signal can
+    # land between a change and its undoing (and this costs no more than setting and resetting)
+    return contextvars.copy_context().run(_ignoring_errors, kernel, prepared, kwargs)
+
+
+def _ignoring_errors(kernel, prepared, kwargs):
+    _error_state.set(_IGNORE_ALL)
+    return kernel.fn(prepared, **kwargs) if kernel.prepared else kernel.fn(**kwargs)
+
+
+class WrongResult(Exception):
+    """A kernel returned something other than the op's result: a kernel failure like any other."""
+
+
+def _checked_result(result, prepared):
+    """``result`` as the caller gets it (see ``_to_storage``), or WrongResult when it is not what
+    the op returns: the first result (the only one, or the first of a tuple) must be an array of
+    the prepared shape in the storage dtype (any float dtype for float storage: it is converted),
+    and any further results arrays."""
+    first = result
+    while type(first) is tuple and first:
+        first = first[0]
+    if not _is_array(first):
+        raise WrongResult(f"returned {_described(result)}; expected an array of shape {prepared.shape}")
+    if tuple(first.shape) != prepared.shape:
+        raise WrongResult(f"returned a result of shape {tuple(first.shape)}; expected {prepared.shape}")
+    got, want = np.dtype(first.dtype), prepared.dtype
+    if got != want and not (got in dt.FLOAT_DTYPES and want in dt.FLOAT_DTYPES):
+        raise WrongResult(f"returned a result of dtype {got.name}; expected {want.name}")
+    if first is not result:
+        others = []
+        map_arrays(result, others.append, lambda v: type(v) is not tuple)
+        for other in others:
+            if not _is_array(other):
+                raise WrongResult(f"returned {_described(other)} among its results; expected arrays")
+    return _to_storage(result, want)
+
+
+def _is_array(value) -> bool:
+    return isinstance(value, (np.ndarray, np.generic)) or (_is_device_tensor(value) and hasattr(value, "dtype"))
+
+
+def _described(value) -> str:
+    if isinstance(value, (np.ndarray, np.generic)):
+        return f"a {value.dtype.name} array"
+    return f"a {type(value).__name__}" if value is not None else "None"
+
+
+class _PinnedView:
+    """The registry as the selector sees it for an engine pinned by ``compute_eng(engine,
+    fallback=False)``: the device tensors of other engines are plain inputs, so the layout step
+    cannot move the call to them; the plan's step brings them to the host for the pinned engine."""
+
+    def __init__(self, reg, engine: str):
+        self._reg, self._engine = reg, engine
+
+    def __getattr__(self, name):
+        return getattr(self._reg, name)
+
+    def native_types(self) -> tuple:
+        record = self._reg.engines.get(self._engine)
+        return (record.native_type,) if record is not None and record.native_type is not None else ()
+
+    def owner_of(self, value):
+        owner = self._reg.owner_of(value)
+        return owner if owner is not None and owner.name == self._engine else None
 
 
 def _needs_conversion(call: Call, compute: str, kernel) -> bool:

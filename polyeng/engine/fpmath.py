@@ -45,8 +45,15 @@ DOWN_CONVERSIONS = ("tf32", "bf16", "f16")
 _BY_DTYPE = {dt.float32: FpMathMode.STRICT, dt.bfloat16: FpMathMode.BF16, dt.float16: FpMathMode.F16}
 
 
+def valid_modes() -> str:
+    """The values a mode may be given as, for error messages."""
+    return (f"{', '.join(m.value for m in FpMathMode)}, or a float dtype or its name: "
+            f"float32 (strict), bfloat16, float16")
+
+
 def as_mode(value, where: str = "mode") -> FpMathMode:
-    """A mode from a ``FpMathMode``, a name (case-insensitive) or a float dtype (f32 = strict)."""
+    """A mode from a ``FpMathMode``, a name (case-insensitive) or a float dtype or dtype name
+    (float32 = strict)."""
     if isinstance(value, FpMathMode):
         return value
     if isinstance(value, str):
@@ -54,19 +61,21 @@ def as_mode(value, where: str = "mode") -> FpMathMode:
             return FpMathMode(value.strip().lower())
         except ValueError:
             pass
+        try:
+            dtype = dt.as_dtype(value.strip(), where)
+        except TypeError:
+            raise ValueError(f"{where}={value!r} is not an fp math mode; expected one of {valid_modes()}") from None
     else:
         try:
-            dtype = np.dtype(value)
+            dtype = None if value is None else np.dtype(value)
         except TypeError:
             dtype = None
-        if dtype in _BY_DTYPE:
-            return _BY_DTYPE[dtype]
-        if dtype is not None:
-            raise ValueError(f"{where}={dtype.name} is not a compatible down-conversion type for f32 work "
-                             f"(only float32, bfloat16, float16 and tf32 are); expected one of "
-                             f"{', '.join(m.value for m in FpMathMode)}")
-    raise ValueError(f"{where}={value!r} is not an fp math mode; expected one of "
-                     f"{', '.join(m.value for m in FpMathMode)}")
+        if dtype is None:   # np.dtype(None) is float64: None is no mode at all
+            raise TypeError(f"{where}={value!r} is not an fp math mode; expected one of {valid_modes()}")
+    if dtype not in _BY_DTYPE:
+        raise ValueError(f"{where}={dtype.name} is not a compatible down-conversion type for f32 work "
+                         f"(only float32, bfloat16, float16 and tf32 are); expected one of {valid_modes()}")
+    return _BY_DTYPE[dtype]
 
 
 _mode: contextvars.ContextVar[FpMathMode | None] = contextvars.ContextVar("polyeng_fp_math_mode", default=None)
@@ -123,6 +132,11 @@ def allowed_compute(category: Category, storage: np.dtype, mode: FpMathMode, exa
     if storage in dt.SIXTEEN_BIT_FLOATS or category is not Category.ALLOW:
         return ("f32",)
     return ALLOWED[mode]
+
+
+def compute_dtype(compute: str) -> np.dtype:
+    """The numpy dtype a compute type stands for: float32 for tf32 (no numpy type of its own)."""
+    return dt.float32 if compute == "tf32" else dt.as_dtype(compute)
 
 
 def arithmetic_dtype(compute: str) -> np.dtype:

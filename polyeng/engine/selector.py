@@ -40,14 +40,15 @@ class Decision:
     step: str
     candidates: list
     fp_math_mode: str = ""
-    compute_dtype: str = ""
+    compute_dtype: object = None   # a numpy dtype: float32 for f32 and tf32 work, bfloat16, ...
+    compute_type: str = ""         # its short name, as verbose prints it: f32, tf32, bf16, s8, ...
     plan: list = field(default_factory=list)   # engines to try in order (chosen first; later ones probed on fallback)
     user_engine: str = "recommend"
     fallback: bool = True
 
     def __str__(self) -> str:
         head = (f"{self.op}: engine={self.engine} step={self.step} fpm:{self.fp_math_mode} "
-                f"compute={self.compute_dtype} user={self.user_engine}"
+                f"compute={self.compute_type} user={self.user_engine}"
                 f"{'' if self.fallback else ' (fallback off)'}")
         width = max([len("engine")] + [len(c.engine) for c in self.candidates])
         rows = [f"  {'engine':<{width}}  {'verdict':<15}  reason"]

@@ -9,6 +9,8 @@ import functools
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from .names import Engine, engine_name
 from .scopes import Scoped
 
@@ -66,13 +68,16 @@ class compute_eng(Scoped):
     """Prefer ``engine`` for op calls inside the ``with`` block (step 3 of the priority).
 
     Special-argument constraints (step 1) and device-tensor layout (step 2) still outrank
-    it. With ``fallback=False`` a call the engine cannot run raises ``EngineError`` instead
-    of running on another engine. Scopes nest and are private to their thread / task.
+    it. ``fallback=False`` pins the engine: only it runs the calls (device tensors of other
+    engines are brought to the host for it), and a call it cannot run raises ``EngineError``
+    instead of running on another engine. Scopes nest and are private to their thread / task.
     """
 
     _var = _scope
 
     def __init__(self, engine, *, fallback: bool = True):
+        if not isinstance(fallback, (bool, np.bool_)):   # fallback="no" would mean True
+            raise TypeError(f"fallback={fallback!r} is not a bool; expected True or False")
         self.scope = self.value = EngineScope(check_engine(engine), bool(fallback))
 
     def __call__(self, fn):
@@ -92,16 +97,20 @@ def _bound_vars() -> list[contextvars.ContextVar]:
 def bind(fn):
     """Wrap ``fn`` so it runs under the engine, fp math and verbose settings in effect now.
 
-    For thread pools and executors, whose threads do not inherit contextvars.
+    For thread pools and executors, whose threads do not inherit contextvars. Each call runs
+    in a copy of the calling thread's context, so nothing it sets (nor a signal landing
+    halfway) is left behind in that thread.
     """
     captured = [(var, var.get()) for var in _bound_vars()]
 
     @functools.wraps(fn)
     def bound(*args, **kwargs):
-        tokens = [var.set(value) for var, value in captured]
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            for (var, _), token in zip(reversed(captured), reversed(tokens)):
-                var.reset(token)
+        context = contextvars.copy_context()
+        context.run(_set_all, captured)
+        return context.run(fn, *args, **kwargs)
     return bound
+
+
+def _set_all(pairs) -> None:
+    for var, value in pairs:
+        var.set(value)
