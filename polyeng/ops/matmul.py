@@ -7,6 +7,7 @@ from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
 from . import _recommend
+from ._memory import check_output_size
 
 
 def matmul(a, b):
@@ -73,15 +74,22 @@ def _validate_linear(x, weight, bias):
 
 
 def _prepare_matmul(args) -> Prepared:
-    """The product's shape and promoted dtype, and ``batch``: its broadcast batch dimensions."""
+    """The product's shape and promoted dtype, and ``batch``: its broadcast batch dimensions.
+    A product too large to allocate (broadcast batches, or (n, 1) @ (1, n)) is a ValueError."""
     a, b = args["a"], args["b"]
     shape, batch = matmul_shapes(a.shape, b.shape)
-    return Prepared(shape, dt.result_type(a.dtype, b.dtype), batch=batch)
+    dtype = dt.result_type(a.dtype, b.dtype)
+    check_output_size(shape, dtype, "matmul", f"a {check.shape_str(a.shape)} and b {check.shape_str(b.shape)}")
+    return Prepared(shape, dtype, batch=batch)
 
 
 def _prepare_linear(args) -> Prepared:
-    x = args["x"]
-    return Prepared(tuple(x.shape[:-1]) + (args["weight"].shape[0],), x.dtype)
+    """The output's shape and dtype; one too large to allocate is a ValueError."""
+    x, weight = args["x"], args["weight"]
+    shape = tuple(x.shape[:-1]) + (weight.shape[0],)
+    given = f"x {check.shape_str(x.shape)} and weight {check.shape_str(weight.shape)}"
+    check_output_size(shape, x.dtype, "linear", given)
+    return Prepared(shape, x.dtype)
 
 
 MATMUL = OpSpec(name="matmul", function=matmul, validate=_validate_matmul, category=Category.ALLOW,

@@ -20,6 +20,7 @@ from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
 from . import _recommend
+from ._memory import check_output_size
 
 
 def upsample_bilinear2d(x, size=None, scale_factor=None, align_corners=False):
@@ -91,7 +92,7 @@ def _validate_resize(x, size, scale_factor, op: str) -> dict:
     if size is not None and scale_factor is not None:
         raise ValueError(f"size={size!r} and scale_factor={scale_factor!r}: expected exactly one of "
                          f"size or scale_factor, not both")
-    given = scale_factor
+    given = f"size={size!r}" if size is not None else f"scale_factor={scale_factor!r}"
     size = _sizes(size, n) if size is not None else None
     scale_factor = _scales(scale_factor, n) if scale_factor is not None else None
     spatial = tuple(int(s) for s in x.shape[2:])
@@ -100,8 +101,9 @@ def _validate_resize(x, size, scale_factor, op: str) -> dict:
                          f"(after N and C) to be >= 1")
     out = output_spatial(spatial, size, scale_factor)
     if min(out) < 1:
-        raise ValueError(f"scale_factor={given!r} on spatial sizes {spatial} gives output sizes "
+        raise ValueError(f"{given} on spatial sizes {spatial} gives output sizes "
                          f"{out}; expected every output size >= 1 (floor(in * scale_factor))")
+    check_output_size(tuple(x.shape[:2]) + out, x.dtype, op, f"{given} on x of shape {check.shape_str(x.shape)}")
     return {"x": x, "size": size, "scale_factor": scale_factor}
 
 
@@ -137,8 +139,8 @@ def _prepare_bilinear(args) -> Prepared:
 
 
 def _prepare_nearest(args) -> Prepared:
-    """The output shape, and ``indices``: :func:`nearest_source` of every spatial dim."""
-    return Prepared(_output_shape(args), args["x"].dtype, indices=nearest_indices(args))
+    """The output shape, and ``axes``: a :class:`NearestAxis` for every spatial dim."""
+    return Prepared(_output_shape(args), args["x"].dtype, axes=nearest_axes(args))
 
 
 def _output_shape(args) -> tuple:
@@ -205,33 +207,83 @@ def rows_read(index0, index1) -> tuple:
     return rows, (np.searchsorted(rows, index0), np.searchsorted(rows, index1))
 
 
-def nearest_source(in_size: int, out_size: int, scale, *, shortcuts: bool) -> np.ndarray:
-    """Along one spatial dim: the input index each output copies (int64, length ``out_size``).
+class NearestAxis:
+    """Along one spatial dim, the input position each output position copies, kept as its rule:
+    a table would cost 8 bytes per output position, more than the output itself for a long
+    1-D row of bytes. Kernels apply the rule to the positions they write (``sources``).
 
-    ``min(floor(i * step), in - 1)`` with ``i`` and ``step`` in f32 whatever the data's dtype,
-    as torch computes it (its 1-D and 3-D kernels use f64 for f64 data, which can move a rare
-    index that lands within rounding of an integer; f32 keeps a copy op dtype-blind). With ``shortcuts`` (torch does this for 2 spatial dims only) an
-    output exactly as long as the input is an identity copy and one exactly twice as long
-    takes ``i >> 1``, whatever the scale_factor: ``scale_factor=1.2`` on 3 pixels gives
-    indices 0, 1, 2 in 2-D but 0, 0, 1 in 1-D and 3-D.
+    The rule is ``min(floor(i * step), in - 1)`` with ``i`` and ``step`` in f32 whatever the
+    data's dtype, as torch computes it (its 1-D and 3-D kernels use f64 for f64 data, which can
+    move a rare index that lands within rounding of an integer; f32 keeps a copy op dtype-blind).
+    With ``shortcuts`` (torch does this for 2 spatial dims only) an output exactly as long as the
+    input is an identity copy and one exactly twice as long takes ``i >> 1``, whatever the
+    scale_factor: ``scale_factor=1.2`` on 3 pixels gives 0, 1, 2 in 2-D but 0, 0, 1 in 1-D and 3-D.
     """
-    dst = np.arange(out_size, dtype=np.int64)
-    if shortcuts and out_size == in_size:
-        return dst
-    if shortcuts and out_size == 2 * in_size:
-        return dst >> 1
-    step = _step(in_size, out_size, scale, dt.float32)
-    return np.minimum(np.floor(dst.astype(np.float32) * step).astype(np.int64), in_size - 1)
+
+    __slots__ = ("in_size", "out_size", "step", "shift", "_repeat", "_table")
+
+    def __init__(self, in_size: int, out_size: int, scale, *, shortcuts: bool):
+        self.in_size, self.out_size = in_size, out_size
+        self.step = _step(in_size, out_size, scale, dt.float32)   # np.float32
+        # >= 0: the shortcut i >> shift (0 identity, 1 twice as long); -1: the step rule
+        self.shift = -1
+        if shortcuts and out_size in (in_size, 2 * in_size):
+            self.shift = 0 if out_size == in_size else 1
+        self._repeat = self._table = None
+        if out_size <= _KEEP_TABLE:   # short: kept, so that calls pay nothing for it
+            self._table = self.sources(np.arange(out_size, dtype=np.int64))
+
+    def sources(self, positions: np.ndarray) -> np.ndarray:
+        """The input positions (int64) that the output ``positions`` (an int64 array) copy."""
+        if self._table is not None:
+            return self._table[positions]
+        if self.shift >= 0:
+            return positions >> self.shift
+        return np.minimum(np.floor(positions.astype(np.float32) * self.step).astype(np.int64), self.in_size - 1)
+
+    def table(self) -> np.ndarray:
+        """``sources`` of every output position: kept when the dim is short, else built afresh."""
+        return self._table if self._table is not None else self.sources(np.arange(self.out_size, dtype=np.int64))
+
+    @property
+    def largest(self) -> int:
+        """The largest input position read: the last output's (the rule never decreases)."""
+        return int(self.sources(np.array([self.out_size - 1], np.int64))[0])
+
+    @property
+    def repeat(self) -> int:
+        """``r`` when output ``i`` copies input ``i // r`` for every ``i`` (each input repeated
+        ``r`` times: 1 for an identity copy), else 0. Checked a block of positions at a time, the
+        last first: f32 positions past 2**24 are where a rule parts from a repeat."""
+        if self._repeat is None:
+            r = self.out_size // self.in_size
+            same = r >= 1 and self.out_size == r * self.in_size
+            if same and self.shift < 0:
+                for lo in reversed(range(0, self.out_size, _CHECK_BLOCK)):
+                    positions = np.arange(lo, min(lo + _CHECK_BLOCK, self.out_size), dtype=np.int64)
+                    if not np.array_equal(self.sources(positions), positions // r):
+                        same = False
+                        break
+            self._repeat = r if same else 0
+        return self._repeat
+
+    def __repr__(self) -> str:
+        rule = f"shift={self.shift}" if self.shift >= 0 else f"step={self.step!r}"
+        return f"NearestAxis({self.in_size} -> {self.out_size}, {rule})"
 
 
-def nearest_indices(args) -> list:
-    """``nearest_source`` for every spatial dim of a validated upsample_nearest call."""
+_CHECK_BLOCK = 1 << 16   # positions per block when checking a rule against a repeat
+_KEEP_TABLE = 4096       # positions of the longest table an axis keeps (32 KB)
+
+
+def nearest_axes(args) -> list:
+    """A :class:`NearestAxis` for every spatial dim of a validated upsample_nearest call."""
     shape = args["x"].shape
     in_spatial = tuple(int(s) for s in shape[2:])
     out = output_spatial(in_spatial, args["size"], args["scale_factor"])
     scales = _scale_per_dim(args["scale_factor"], len(in_spatial))
     shortcuts = len(in_spatial) == 2
-    return [nearest_source(i, o, s, shortcuts=shortcuts) for i, o, s in zip(in_spatial, out, scales)]
+    return [NearestAxis(i, o, s, shortcuts=shortcuts) for i, o, s in zip(in_spatial, out, scales)]
 
 
 UPSAMPLE_BILINEAR2D = OpSpec(

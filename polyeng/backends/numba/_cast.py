@@ -6,11 +6,12 @@ taken through f32, and are done as engine.dtypes.round_to documents:
 - f64 -> bf16 and f64 -> f16: f64 -> f32 with round-to-odd (a sticky last bit), then one
   rounding to the 16-bit type, which equals rounding the f64 directly (f32 keeps more than
   two bits beyond either 16-bit format's precision).
-- integers -> bf16: at and beyond 2**24 the bits below the 24th significant one are folded
+- int64 -> bf16: at and beyond 2**24 the bits below the 24th significant one are folded
   into a sticky bit, so the f32 holding them is exact and the one rounding is to bf16.
-Everything else converts directly, correctly rounded by LLVM. Integers narrower than int64
-and bools are first widened to f64 by numpy (exact), which keeps the compiled variants to
-the float storage types and int64.
+  Narrower integers take the f64 route (they are exact in f64).
+Everything else converts directly, correctly rounded by LLVM, from the input's own storage:
+no widened copy of the input is made (bools are read as uint8). Conversions that are exact
+(integers to f64, 8-bit integers to f32) are numpy assignments.
 """
 from __future__ import annotations
 
@@ -73,6 +74,8 @@ def _convert(value, out):
             return lambda value, out: f32_to_bf16_bits(widen(value))
         if value == types.float64:
             return lambda value, out: f32_to_bf16_bits(_f64_to_f32_odd(value))
+        if value.bitwidth <= 32:   # exact in f64, whose path vectorizes where the sticky loop does not
+            return lambda value, out: f32_to_bf16_bits(_f64_to_f32_odd(np.float64(value)))
         return lambda value, out: f32_to_bf16_bits(_int_to_f32_sticky(value))
     if target == types.int16:
         if floating:
@@ -102,18 +105,20 @@ def _cast(x, out, chunks):
 
 
 def converted(x, dtype):
-    """``x`` (any supported dtype) as a new array of the float ``dtype``."""
+    """``x`` (any supported dtype) as a new array of the float ``dtype`` and the same shape."""
     if x.dtype == dtype:
         return x.copy()
     out = np.empty(x.shape, dtype)
     if x.size == 0:
         return out
-    if x.dtype.kind in "biu" and x.dtype != dt.int64:
-        x = np.ascontiguousarray(x, dt.float64)   # exact
-        if dtype == dt.float64:
-            return x
-    src = kernel_view(np.ascontiguousarray(x))
+    if x.dtype.kind in "biu":
+        if x.dtype.itemsize < 8 and (dtype == dt.float64 or (dtype == dt.float32 and x.dtype.itemsize == 1)):
+            out[...] = x   # exact: nothing to round
+            return out
+        if x.dtype == dt.bool_:
+            x = x.view(np.uint8)
+    src = kernel_view(np.ascontiguousarray(x)).reshape(-1)
     chunks = min(-(-x.size // _CHUNK), 4 * numba.get_num_threads())
     with launch_lock:
-        _cast(src.reshape(-1), kernel_view(out).reshape(-1), chunks)
+        _cast(src, kernel_view(out).reshape(-1), chunks)
     return out

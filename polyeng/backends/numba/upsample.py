@@ -1,51 +1,78 @@
-"""upsample_bilinear2d and upsample_nearest as NUMBA kernels: gathers driven by the index and
-weight tables that ``polyeng.ops.upsample`` prepares once per call signature.
+"""upsample_bilinear2d and upsample_nearest as NUMBA kernels: gathers driven by the source
+positions and weights that ``polyeng.ops.upsample`` prepares once per call signature.
 
 nearest copies stored elements, so every dtype runs as the unsigned integer of its width (one
-compile per element size, 8-byte elements as pairs of 4-byte ones; bit-exact for ints, bools
-and 16-bit floats). bilinear reads its
-storage natively (``widen``/``narrow``) and computes in the tables' dtype (f32, f64 for f64).
+compile per element size; bit-exact for ints, bools and 16-bit floats), and computes the
+source positions from the rules of ``NearestAxis`` as it writes: it keeps no table whose size
+grows with the output. bilinear reads its storage natively (``widen``/``narrow``) and
+computes in the tables' dtype (f32, f64 for f64).
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import prange
 
-from ._runtime import jit, launch
+from ._runtime import inline, jit, launch
 from ._storage import kernel_view, narrow, widen
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _MIN_TASKS = 32   # split planes into row blocks until there is this much independent work
+# nearest gathers along W through a table (8 bytes a column, 24 while it is built) where that
+# costs at most 1/_TABLE_SHARE of the output's bytes, else computes the positions
+_TABLE_SHARE = 8 * 64
+_NO_TABLE = np.zeros(0, np.uintp)
+
+
+@inline
+def _source(i, step, shift, last):
+    """The input position output ``i`` copies along a dim: ops.upsample.NearestAxis's rule,
+    ``i >> shift`` for ``shift >= 0``, else ``min(floor(i * step), last)`` in f32 (unsigned,
+    so indexing needs no negative-index test)."""
+    if shift >= 0:
+        return np.uint64(i) >> np.uint64(shift)
+    return min(np.uint64(np.floor(np.float32(i) * step)), last)
 
 
 @jit(parallel=True)
-def _nearest(x, index_d, index_h, index_w, spread, run_starts, out):
-    """``out[p, d, h, w] = x[p, index_d[d], index_h[h], index_w[w]]``.
+def _nearest(x, steps, shifts, lasts, index_w, spread, rows_per_task, out):
+    """``out[p, d, h, w] = x[p, source_d(d), source_h(h), source_w(w)]``, the sources given per
+    dim by ``steps``, ``shifts`` and ``lasts`` (see ``_source``); along W by the table
+    ``index_w`` instead where it is not empty (a lookup is cheaper than the arithmetic).
 
-    Output rows with the same source row form a run (``run_starts``): a task gathers the run's
-    first row and copies it to the rest. With ``spread`` > 0 the rows of ``out`` are words of
-    ``r`` elements and ``index_w`` is ``w // r``: each word is one element times ``spread``
-    (r copies of its bits side by side), which vectorizes where a gather does not."""
-    planes, out_d, _, out_w = out.shape
-    runs = run_starts.size - 1
-    for task in prange(planes * out_d * runs):
-        plane_depth = task // runs
-        run = task - plane_depth * runs
-        p = plane_depth // out_d
-        od = plane_depth - p * out_d
-        first, stop = run_starts[run], run_starts[run + 1]
-        src = x[p, index_d[od], index_h[first]]
-        row = out[p, od, first]
-        if spread:
-            for j in range(out_w):
-                row[j] = src[j] * spread
-        else:
-            for j in range(out_w):
-                row[j] = src[index_w[j]]
-        for oh in range(first + 1, stop):
-            copy = out[p, od, oh]
-            for j in range(out_w):
-                copy[j] = row[j]
+    Each task writes a block of ``rows_per_task`` rows of one output depth slice; a row whose
+    source row is the previous row's copies that row. With ``spread`` > 0 the rows of ``out``
+    are words of ``r`` elements, each word one input element times ``spread`` (r copies of its
+    bits side by side), which vectorizes where a gather does not."""
+    planes, out_d, out_h, out_w = out.shape
+    blocks = (out_h + rows_per_task - 1) // rows_per_task
+    step_w, shift_w, last_w = steps[2], shifts[2], lasts[2]
+    for task in prange(planes * out_d * blocks):
+        slab = task // blocks
+        lo = (task - slab * blocks) * rows_per_task
+        hi = min(lo + rows_per_task, out_h)
+        p = slab // out_d
+        od = slab - p * out_d
+        plane = x[p, _source(od, steps[0], shifts[0], lasts[0])]
+        previous = -1
+        for oh in range(lo, hi):
+            ih = np.int64(_source(oh, steps[1], shifts[1], lasts[1]))
+            row = out[p, od, oh]
+            if ih == previous:
+                above = out[p, od, oh - 1]
+                for j in range(out_w):
+                    row[j] = above[j]
+                continue
+            previous = ih
+            src = plane[ih]
+            if spread:
+                for j in range(out_w):
+                    row[j] = src[j] * spread
+            elif index_w.size:
+                for j in range(out_w):
+                    row[j] = src[index_w[j]]
+            else:
+                for j in range(out_w):
+                    row[j] = src[_source(j, step_w, shift_w, last_w)]
 
 
 def upsample_nearest(p, x, size, scale_factor):
@@ -53,27 +80,29 @@ def upsample_nearest(p, x, size, scale_factor):
     out = np.empty(p.shape, x.dtype)
     if out.size == 0:
         return out
-    # canonical rank: (planes, D, H, W), missing leading spatial dims of size 1
-    index_d, index_h, index_w = [np.zeros(1, np.int64)] * (3 - len(p.indices)) + list(p.indices)
-    in_w, out_w, size = x.shape[-1], len(index_w), x.dtype.itemsize
-    bits = _BITS[size]
-    word, spread = bits, 0
-    repeat = out_w // in_w
-    if out_w == repeat * in_w and repeat * size in _BITS and repeat > 1 and \
-            np.array_equal(index_w, np.arange(out_w) // repeat):
-        word, out_w = _BITS[repeat * size], in_w
+    # canonical rank: (planes, D, H, W), missing leading spatial dims of size 1 (identity rules)
+    pad = 3 - len(p.axes)
+    axis_w = p.axes[-1]
+    steps = np.array([1] * pad + [a.step for a in p.axes], np.float32)
+    shifts = np.array([0] * pad + [a.shift for a in p.axes], np.int64)
+    lasts = np.array([0] * pad + [a.in_size - 1 for a in p.axes], np.uint64)
+    size = x.dtype.itemsize
+    bits = word = _BITS[size]
+    out_w, spread = axis_w.out_size, 0
+    repeat = axis_w.repeat if axis_w.out_size > axis_w.in_size else 0
+    index_w = _NO_TABLE
+    if repeat * size in _BITS:   # each input element repeated: one word of `repeat` copies
+        word, out_w = _BITS[repeat * size], axis_w.in_size
         spread = sum(1 << (8 * size * k) for k in range(repeat))
-        index_w = index_w[:0]
-    elif size == 8:   # 8-byte elements gather as pairs of 4-byte ones (one compile fewer)
-        bits = word = np.uint32
-        index_w = np.stack([2 * index_w, 2 * index_w + 1], axis=1).reshape(-1)
-        out_w = 2 * out_w
-    in_dhw = (1,) * (5 - x.ndim) + tuple(x.shape[2:-1]) + (in_w * size // np.dtype(bits).itemsize,)
+    elif out_w * _TABLE_SHARE <= out.nbytes:   # unsigned: the gather needs no negative-index test
+        index_w = axis_w.table().astype(np.uintp)
+    in_dhw = (1,) * pad + tuple(x.shape[2:])
     source = np.ascontiguousarray(x).view(bits).reshape((n * c,) + in_dhw)
-    target = out.view(word).reshape((n * c, len(index_d), len(index_h), out_w))
-    run_starts = np.flatnonzero(np.diff(index_h, prepend=-1, append=-1))
-    # unsigned column indices: the gather needs no negative-index test
-    launch(_nearest, out.nbytes, source, index_d, index_h, index_w.astype(np.uintp), word(spread), run_starts, target)
+    out_dh = (1,) * pad + tuple(a.out_size for a in p.axes[:-1])
+    target = out.view(word).reshape((n * c,) + out_dh + (out_w,))
+    planes = n * c * out_dh[0]
+    rows_per_task = max(1, -(-out_dh[1] // -(-_MIN_TASKS // planes)))
+    launch(_nearest, out.nbytes, source, steps, shifts, lasts, index_w, word(spread), rows_per_task, target)
     return out
 
 

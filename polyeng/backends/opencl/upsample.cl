@@ -3,12 +3,14 @@
 // for nearest). A work item first settles what is the same for its whole run (source row,
 // plane, row weights), then walks the run: that per-row work, which a CPU device would
 // repeat for every work item, is paid once per RUN outputs, and the walk reads the column
-// tables and writes the output contiguously. No per-element division.
-// Source indices and weights are the host's tables (polyeng.ops.upsample), one entry per
-// output position along each dim (int32: a spatial dim is below 2**31); 64-bit offsets.
+// tables (or applies the column rule) and writes the output contiguously. No per-element division.
+// Source positions come from the host (polyeng.ops.upsample): for bilinear as tables, one
+// entry per output position along each dim (int32: a spatial dim is below 2**31); for nearest
+// as each dim's rule, computed here (a table would outgrow the output for a long 1-D row).
+// 64-bit offsets.
 #define RUN 16
 
-// nearest: each output word copies the input word at the tables' source indices. `depth` is
+// nearest: each output word copies the input word at the rules' source positions. `depth` is
 // the output depth (1 for 1 and 2 spatial dims); an input plane holds `in_plane` words, a
 // depth slice `in_slice`, a row `iw`. REPEAT (1, 2 or 4; 0 otherwise) says the columns are
 // `w / REPEAT`: a whole run is then one vector load, a shuffle and one vector store.
@@ -22,19 +24,28 @@ typedef ushort16 word16;
 typedef uchar16 word16;
 #endif
 
+// The input position output `i` copies along a dim, as NearestAxis.sources: i >> shift for
+// shift >= 0, else min(floor(i * step), last) with i and the product in f32 (correctly rounded
+// in OpenCL C, so the same positions as numpy's). `last` is the largest position the dim reads.
+inline size_t source(const size_t i, const float step, const int shift, const uint last) {
+    return shift >= 0 ? i >> shift : min((size_t)floor((float)i * step), (size_t)last);
+}
+
 __kernel void upsample_nearest(__global const word *restrict x, __global word *restrict y,
                                const ulong ow, const ulong oh, const ulong depth, const ulong planes,
                                const ulong iw, const ulong in_slice, const ulong in_plane,
-                               __global const int *restrict d_index, __global const int *restrict h_index,
-                               __global const int *restrict w_index) {
+                               const float d_step, const int d_shift, const uint d_last,
+                               const float h_step, const int h_shift, const uint h_last,
+                               const float w_step, const int w_shift, const uint w_last) {
     const size_t start = get_global_id(0) * RUN, h = get_global_id(1), z = get_global_id(2);
     if (start >= ow || h >= oh || z >= planes) return;
     const size_t p = depth == 1 ? z : z / depth, d = z - p * depth;
-    __global const word *src = x + p * in_plane + (size_t)d_index[d] * in_slice + (size_t)h_index[h] * iw;
+    __global const word *src = x + p * in_plane + source(d, d_step, d_shift, d_last) * in_slice
+                               + source(h, h_step, h_shift, h_last) * iw;
     __global word *dst = y + (z * oh + h) * ow;
 #if REPEAT
     if (start + RUN <= ow) {
-        __global const word *from = src + w_index[start];
+        __global const word *from = src + start / REPEAT;
 #if REPEAT == 1
         vstore16(vload16(0, from), 0, dst + start);
 #elif REPEAT == 2
@@ -47,7 +58,7 @@ __kernel void upsample_nearest(__global const word *restrict x, __global word *r
 #endif
     const size_t end = min(start + RUN, (size_t)ow);
     for (size_t w = start; w < end; ++w)
-        dst[w] = src[w_index[w]];
+        dst[w] = src[source(w, w_step, w_shift, w_last)];
 }
 
 // bilinear in two passes, BASIC's (and torch's) order and rounding: the source rows any output

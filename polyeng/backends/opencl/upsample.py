@@ -1,10 +1,11 @@
 """upsample_nearest and upsample_bilinear2d on OPENCL (upsample.cl).
 
-Both read the source positions from the tables ``polyeng.ops.upsample`` prepares for every
-engine (``indices``; ``coordinates`` with their weights in f32, f64 for f64 data), uploaded once
-per call as int32 indices, over (output column runs, rows, planes) ranges: one work item writes
-a run of adjacent outputs of one row (upsample.cl says why). A call whose tables index a
-spatial position of 2**31 or more is rejected at the special-argument step (``limit``).
+Both take the source positions ``polyeng.ops.upsample`` prepares for every engine: nearest each
+dim's rule (``axes``), which the kernel applies, bilinear the tables of ``coordinates`` with
+their weights in f32 (f64 for f64 data), uploaded once per call as int32 indices. They run over
+(output column runs, rows, planes) ranges: one work item writes a run of adjacent outputs of
+one row (upsample.cl says why). A call that reads a spatial position of 2**31 or more is
+rejected at the special-argument step (``limit``).
 
 - nearest: 1, 2 or 3 spatial dims, any dtype, moved as words (bit-exact); fewer than 3
   spatial dims are padded in front with size-1 dims indexing 0, and the output depth is
@@ -25,7 +26,7 @@ from . import _enqueue as enqueue
 
 RUN = 16          # outputs per work item along a row (upsample.cl's RUN)
 GROUP_ITEMS = 64  # work items a group aims for: the runs of a row, several rows when short
-INDEX_LIMIT = 2 ** 31   # upsample.cl reads its index tables as int
+INDEX_LIMIT = 2 ** 31   # upsample.cl holds spatial positions as int (bilinear tables) or uint (nearest)
 
 
 def _range(ow: int, oh: int, planes: int) -> tuple:
@@ -35,9 +36,8 @@ def _range(ow: int, oh: int, planes: int) -> tuple:
     return (runs, oh, planes), (width, max(1, min(oh, GROUP_ITEMS // width)), 1)
 
 
-def _index_rejection(call, tables):
-    """The reason to reject a call whose index ``tables`` read a position int32 cannot hold."""
-    largest = max((int(t.max()) for t in tables if t.size), default=0)
+def _index_rejection(call, largest: int):
+    """The reason to reject a call that reads position ``largest``, which int32 cannot hold."""
     if largest < INDEX_LIMIT:
         return None
     return (f"x has shape {tuple(call.args['x'].shape)}: this call reads position {largest} of a spatial dim, "
@@ -45,11 +45,12 @@ def _index_rejection(call, tables):
 
 
 def _nearest_limit(call):
-    return _index_rejection(call, call.prepared.indices)
+    return _index_rejection(call, max(axis.largest for axis in call.prepared.axes))
 
 
 def _bilinear_limit(call):
-    return _index_rejection(call, [index for dim in call.prepared.coordinates for index in dim[:2]])
+    tables = [index for dim in call.prepared.coordinates for index in dim[:2]]
+    return _index_rejection(call, max((int(t.max()) for t in tables if t.size), default=0))
 
 
 def _indices(*tables) -> np.ndarray:
@@ -57,12 +58,9 @@ def _indices(*tables) -> np.ndarray:
     return np.concatenate(tables).astype(np.int32)
 
 
-def _repeat(index_w: np.ndarray, in_w: int) -> int:
-    """upsample.cl's REPEAT: r when output column w reads input column w // r (r = 1, 2, 4), else 0."""
-    r = len(index_w) // in_w
-    if r in (1, 2, 4) and len(index_w) == r * in_w and np.array_equal(index_w, np.arange(len(index_w)) // r):
-        return r
-    return 0
+def _rule(axis) -> tuple:
+    """upsample.cl's ``source`` arguments for one dim: step, shift, and the largest position read."""
+    return np.float32(axis.step), np.int32(axis.shift), np.uint32(axis.largest)
 
 
 @limit(_nearest_limit)
@@ -70,17 +68,18 @@ def upsample_nearest(p, x, size, scale_factor):
     tx, stay = enqueue.on_device(x)
     out = enqueue.empty(p.shape, tx.dtype, not stay)
     if out.size:
-        pad = 3 - len(p.indices)
+        pad = 3 - len(p.axes)
         id_, ih, iw = [1] * pad + list(tx.shape[2:])
-        index_d, index_h, index_w = [np.zeros(1, np.int64)] * pad + list(p.indices)
-        ow, oh, depth = len(index_w), len(index_h), len(index_d)
+        rules = [(np.float32(1), np.int32(0), np.uint32(0))] * pad + [_rule(axis) for axis in p.axes]
+        depth, oh, ow = [1] * pad + [axis.out_size for axis in p.axes]
         planes = tx.shape[0] * tx.shape[1] * depth
         items, local = _range(ow, oh, planes)
-        options = enqueue.word_options(tx.dtype) + (f"-DREPEAT={_repeat(index_w, iw)}",)
+        repeat = p.axes[-1].repeat
+        options = enqueue.word_options(tx.dtype) + (f"-DREPEAT={repeat if repeat in (1, 2, 4) else 0}",)
         enqueue.run("upsample.cl", "upsample_nearest", options, items,
                    tx.buffer, out.buffer, np.uint64(ow), np.uint64(oh), np.uint64(depth), np.uint64(planes),
                    np.uint64(iw), np.uint64(ih * iw), np.uint64(id_ * ih * iw),
-                   *[enqueue.upload(_indices(t)) for t in (index_d, index_h, index_w)], local=local)
+                   *[value for rule in rules for value in rule], local=local)
     return enqueue.result(out, stay)
 
 
