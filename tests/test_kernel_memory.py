@@ -116,6 +116,8 @@ TOO_LARGE = {
                      {}, r"a \(100000, 1, 1, 1\) and b \(1, 100000, 1, 100000\)"),
     "linear": ("linear", (placeholder((10 ** 8, 1)), placeholder((10 ** 8, 1))), {},
                r"x \(100000000, 1\) and weight \(100000000, 1\)"),
+    "select": ("select", (np.ones((1,), bool), placeholder((10 ** 8, 1)), placeholder((1, 10 ** 8))), {},
+               r"then \(100000000, 1\) and else_ \(1, 100000000\)"),
 }
 
 

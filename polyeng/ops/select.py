@@ -7,6 +7,7 @@ from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
 from . import _recommend
+from ._memory import check_output_size
 
 
 def select(cond, then, else_, auto_broadcast="numpy"):
@@ -65,8 +66,12 @@ def check_cond_shape(cond_shape, out_shape) -> None:
 
 def _prepare(args) -> Prepared:
     """The broadcast shape of then/else_ and their promoted dtype."""
-    return Prepared(broadcast_value_shapes(args["then"].shape, args["else_"].shape),
-                    dt.result_type(args["then"].dtype, args["else_"].dtype))
+    then, else_ = args["then"], args["else_"]
+    shape, dtype = broadcast_value_shapes(then.shape, else_.shape), dt.result_type(then.dtype, else_.dtype)
+    # broadcasting (n, 1) against (1, m) can ask for far more than the inputs hold
+    check_output_size(shape, dtype, "select", f"then {check.shape_str(then.shape)} and else_ "
+                                              f"{check.shape_str(else_.shape)}")
+    return Prepared(shape, dtype)
 
 
 SPEC = OpSpec(
