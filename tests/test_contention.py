@@ -59,8 +59,7 @@ def test_small_calls_start_no_worker_threads(tmp_path):
     script.write_text(PROBE)
     env = dict(os.environ, NUMBA_THREADING_LAYER="omp", NUMBA_NUM_THREADS="2",
                PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
-    # cast's kernel launches from the shared f16/bf16 conversion (backends/numba/_cast.py)
-    proc = subprocess.run([sys.executable, str(script), "cast"], env=env, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -4,7 +4,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import sys
 
 import numpy as np
 

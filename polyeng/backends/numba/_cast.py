@@ -15,13 +15,12 @@ no widened copy of the input is made (bools are read as uint8). Conversions that
 """
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import prange, types
 from numba.extending import overload
 
 from ...engine import dtypes as dt
-from ._runtime import inline, jit, launch_lock
+from ._runtime import inline, jit, launch, threads_for
 from ._storage import (
     bits_f32,
     f32_bits,
@@ -118,7 +117,6 @@ def converted(x, dtype):
         if x.dtype == dt.bool_:
             x = x.view(np.uint8)
     src = kernel_view(np.ascontiguousarray(x)).reshape(-1)
-    chunks = min(-(-x.size // _CHUNK), 4 * numba.get_num_threads())
-    with launch_lock:
-        _cast(src, kernel_view(out).reshape(-1), chunks)
+    chunks = min(-(-x.size // _CHUNK), 4 * threads_for(out.nbytes))
+    launch(_cast, out.nbytes, src, kernel_view(out).reshape(-1), chunks)
     return out
