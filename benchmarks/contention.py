@@ -5,7 +5,8 @@ process (``while True: pass``, started here, pinned to nothing, killed at the en
 It measures what a library user gets: the timing runs in a child process whose environment
 does not set ``OMP_WAIT_POLICY`` (``polyeng bench`` sets it for itself; a library user's
 process usually does not). Also timed: the small model of ``polyeng demo`` (recommended
-engines against BASIC), and with ``--large`` one large call per op family on NUMBA, idle.
+engines against BASIC), linear and an lstm each right after an untimed parallel NUMBA launch
+("after launch"), and with ``--large`` one large call per op family on NUMBA, idle.
 Idle and busy phases alternate ``--rounds`` times; every figure is the median over all
 rounds. ``--crossover`` instead times BASIC against NUMBA at a quarter to four times each
 op's recommendation threshold (idle), the evidence for the thresholds of small calls.
@@ -24,6 +25,7 @@ import time
 import numpy as np
 
 WORKER = "--worker"
+AFTER_LAUNCH = ("linear (128, 192) x (192, 192)", "lstm seq 16 batch 8 64->128")   # also timed after one
 
 
 def small_cases(rng):
@@ -146,9 +148,12 @@ def competitor():
         proc.wait()
 
 
-def sample(fn, calls) -> list[float]:
+def sample(fn, calls, prelude=None) -> list[float]:
+    """Times of ``calls`` calls of ``fn``, each after an untimed ``prelude()`` if given."""
     times = []
     for _ in range(calls):
+        if prelude is not None:
+            prelude()
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
@@ -181,25 +186,36 @@ def run_worker(opts) -> int:
         call = (lambda e=engine: _scoped(tiny_model, (x, mask, weights), {}, e))
         call()
         rows.append({"case": "demo tiny_model", "engine": engine, "call": call, "kb": 0.0, "chosen": engine})
+    # numpy's BLAS right after a parallel NUMBA launch, whose OpenMP workers still spin (as in a
+    # model mixing both): the products OpenBLAS would split stalled here (docs/performance.md)
+    big = np.zeros(1 << 20, np.float32)
+    launch = (lambda: _scoped(polyeng.gelu, (big,), {}, "numba"))   # 4 MB out: a parallel launch
+    for label, op, args, kwargs in small_cases(rng):
+        if label in AFTER_LAUNCH:
+            fn = getattr(polyeng, op)
+            for engine in opts.engines.split(","):
+                call = (lambda fn=fn, a=args, k=kwargs, e=engine: _scoped(fn, a, k, e))
+                rows.append({"case": f"{label} after launch", "engine": engine, "call": call, "prelude": launch,
+                             "kb": output_kb(call()), "chosen": engine})
 
     times = {id(r): {"idle": [], "busy": []} for r in rows}
     for _ in range(opts.rounds):
         for phase in ("idle", "busy"):
             with competitor() if phase == "busy" else contextlib.nullcontext():
                 for r in rows:
-                    times[id(r)][phase] += sample(r["call"], opts.calls)
+                    times[id(r)][phase] += sample(r["call"], opts.calls, r.get("prelude"))
 
     import numba
     print(f"numba {numba.__version__}, threading layer {numba.threading_layer()}, {numba.get_num_threads()} threads, "
           f"OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY', 'unset')}, {os.cpu_count()} cores; "
           f"{opts.rounds} rounds x {opts.calls} calls per phase, medians in us")
     print("busy mean: the mean of the busy calls, which counts the rare stalls a median hides")
-    print(f"{'case':<36}{'engine':<10}{'runs on':<8}{'out KB':>7}{'idle us':>10}{'busy us':>10}{'busy/idle':>10}"
+    print(f"{'case':<44}{'engine':<10}{'runs on':<8}{'out KB':>7}{'idle us':>10}{'busy us':>10}{'busy/idle':>10}"
           f"{'busy mean':>11}")
     for r in rows:
         idle, busy = (statistics.median(times[id(r)][p]) * 1e6 for p in ("idle", "busy"))
         mean = statistics.fmean(times[id(r)]["busy"]) * 1e6
-        print(f"{r['case']:<36}{r['engine']:<10}{r['chosen']:<8}{r['kb']:>7.1f}{idle:>10.1f}{busy:>10.1f}"
+        print(f"{r['case']:<44}{r['engine']:<10}{r['chosen']:<8}{r['kb']:>7.1f}{idle:>10.1f}{busy:>10.1f}"
               f"{busy / idle:>10.2f}{mean:>11.1f}", flush=True)
 
     if opts.large:

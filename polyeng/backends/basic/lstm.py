@@ -2,6 +2,8 @@
 a loop over time steps applies the recurrence to the whole batch at once."""
 import numpy as np
 
+from .._blas_threads import serial_if_small
+
 
 def _sigmoid(v):
     # exp(-v) overflows to inf for very negative v, and 1 / (1 + inf) = 0 is the right answer
@@ -15,15 +17,16 @@ def _run_direction(projected, w_hh, h, c, reverse: bool, out):
     hidden = h.shape[-1]
     w_hh_t = w_hh.T
     steps = range(projected.shape[0] - 1, -1, -1) if reverse else range(projected.shape[0])
-    for t in steps:
-        gates = projected[t] + h @ w_hh_t
-        i = _sigmoid(gates[:, :hidden])
-        f = _sigmoid(gates[:, hidden:2 * hidden])
-        g = np.tanh(gates[:, 2 * hidden:3 * hidden])
-        o = _sigmoid(gates[:, 3 * hidden:])
-        c = f * c + i * g
-        h = o * np.tanh(c)
-        out[t] = h
+    with serial_if_small(h.size * w_hh.shape[0], h.shape[0] == 1):   # one step's product
+        for t in steps:
+            gates = projected[t] + h @ w_hh_t
+            i = _sigmoid(gates[:, :hidden])
+            f = _sigmoid(gates[:, hidden:2 * hidden])
+            g = np.tanh(gates[:, 2 * hidden:3 * hidden])
+            o = _sigmoid(gates[:, 3 * hidden:])
+            c = f * c + i * g
+            h = o * np.tanh(c)
+            out[t] = h
     return h, c
 
 
@@ -47,7 +50,8 @@ def lstm(p, x, params, h0, c0, batch_first, bidirectional):
         for direction in range(shape.num_directions):
             k = shape.param_index(layer, direction)
             w_ih, w_hh, b_ih, b_hh = params[k]
-            projected = layer_input @ w_ih.T
+            with serial_if_small(layer_input.size * w_ih.shape[0], shape.batch == 1):
+                projected = layer_input @ w_ih.T
             for bias in (b_ih, b_hh):
                 if bias is not None:
                     projected += bias

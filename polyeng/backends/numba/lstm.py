@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._blas_threads import serial_if_small
 from ._mathfn import sigmoid, tanh
 from ._f32_path import via_f32
 from ._runtime import jit
@@ -88,14 +89,16 @@ def _lstm(p, x, params, h0, c0, **_):
     for layer in range(shape.num_layers):
         first = shape.param_index(layer, 0)
         w_ih_t, w_hh_t, bias = _layer_weights(params[first:first + dirs], dtype)
-        projected = np.matmul(layer_input, w_ih_t)
+        with serial_if_small(layer_input.size * w_ih_t.shape[1], layer_input.shape[0] == 1):
+            projected = np.matmul(layer_input, w_ih_t)
         h, c = h_n[first:first + dirs], c_n[first:first + dirs]
-        for step in range(seq_len):
-            if dirs == 1:
-                np.matmul(h[0], w_hh_t[0], out=gates[0])
-            else:
-                np.matmul(h, w_hh_t, out=gates)
-            _step(gates, projected, bias, h, c, y_rows, step, seq_len, time_stride, batch_stride)
+        with serial_if_small(gates.size * hidden, batch == 1):   # one step's product: a call of its own
+            for step in range(seq_len):
+                if dirs == 1:
+                    np.matmul(h[0], w_hh_t[0], out=gates[0])
+                else:
+                    np.matmul(h, w_hh_t, out=gates)
+                _step(gates, projected, bias, h, c, y_rows, step, seq_len, time_stride, batch_stride)
         layer_input = y_rows
     return y, (h_n.reshape(shape.state_shape), c_n.reshape(shape.state_shape))
 

@@ -1,0 +1,215 @@
+"""Small numpy products of matmul, linear and lstm run with OpenBLAS on the calling thread: on
+a busy machine OpenBLAS's worker threads wait for a core, and a 0.1 ms product took tens of
+milliseconds. The count is restored afterwards; large products keep OpenBLAS's threads.
+Speed itself is measured by ``benchmarks/contention.py``."""
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.backends import _blas, _blas_threads
+
+ENGINES = ["basic"] + [e.name for e in polyeng.engines() if e.name == "numba" and e.available]
+
+
+class FakeOpenBLAS:
+    """A thread count that starts at ``threads``, with its (get, set) pair; records every set."""
+
+    def __init__(self, threads=4):
+        self.threads, self.sets = threads, []
+
+    def get(self):
+        return self.threads
+
+    def set(self, n):
+        self.sets.append(n)
+        self.threads = n
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    lib = FakeOpenBLAS()
+    monkeypatch.setattr(_blas_threads, "_controls", (lib.get, lib.set))
+    return lib
+
+
+def spy_on_matmul(monkeypatch, get, fail=False):
+    """The thread count ``get()`` reports inside every np.matmul call from now on."""
+    seen = []
+    real = np.matmul
+
+    def spy(*args, **kwargs):
+        seen.append(get())
+        if fail:
+            raise FloatingPointError("product failed")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(np, "matmul", spy)
+    return seen
+
+
+def ones(*shape):
+    return np.ones(shape, np.float32)
+
+
+def run(engine, op, *args):
+    with polyeng.compute_eng(engine, fallback=False):
+        return getattr(polyeng, op)(*args)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("op, args", [
+    ("linear", (ones(128, 192), ones(192, 192), ones(192))),
+    ("linear", (ones(1, 192), ones(96, 192))),          # a row: OpenBLAS's gemv threads from 9216
+    ("matmul", (ones(128, 192), ones(192, 192))),
+    ("matmul", (ones(4, 32, 64), ones(64, 256))),       # 2.1 M multiply-adds in 4 products
+    ("matmul", (ones(2048), ones(2048, 64))),
+])
+def test_small_products_run_on_one_thread_and_restore_the_count(fake, monkeypatch, engine, op, args):
+    expected = np.matmul(args[0], args[1] if op == "matmul" else args[1].T)
+    seen = spy_on_matmul(monkeypatch, fake.get)
+    result = run(engine, op, *args)
+    np.testing.assert_allclose(result, expected + (args[2] if len(args) > 2 else 0))
+    assert seen[-1] == 1   # the last product is the call's own (NUMBA may widen inputs first)
+    assert fake.threads == 4 and fake.sets == [1, 4]
+
+
+def test_the_count_is_restored_when_the_product_raises(fake, monkeypatch):
+    seen = spy_on_matmul(monkeypatch, fake.get, fail=True)
+    with pytest.raises(FloatingPointError, match="product failed"):
+        _blas.linear(None, ones(128, 192), ones(192, 192), None)
+    assert seen == [1] and fake.threads == 4
+
+
+@pytest.mark.parametrize("a, b", [
+    (ones(2048, 64), ones(64, 64)),          # 2**23 multiply-adds: SMALL_WORK
+    (ones(4, 64, 128), ones(128, 256)),      # 2**23 in 4 products of 2**21: the call counts
+])
+def test_large_products_keep_openblas_threads(fake, monkeypatch, a, b):
+    assert a.size * b.shape[-1] == _blas_threads.SMALL_WORK
+    seen = spy_on_matmul(monkeypatch, fake.get)
+    run("basic", "matmul", a, b)
+    assert seen == [4] and fake.sets == []
+
+
+@pytest.mark.parametrize("a, b", [
+    (ones(64, 64), ones(64, 64)),    # 262144: OpenBLAS keeps products up to this on one thread
+    (ones(1, 96), ones(96, 95)),     # 9120, a row: gemv stays on one thread below 9216
+    (ones(96), ones(96, 95)),
+])
+def test_products_openblas_keeps_serial_set_nothing(fake, a, b):
+    run("basic", "matmul", a, b)
+    assert fake.sets == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("batch", [8, 1])   # batch 1: every product has a single row
+def test_lstm_runs_its_small_products_on_one_thread(fake, monkeypatch, engine, batch):
+    rng = np.random.default_rng(0)
+    hidden = 128
+    x = rng.standard_normal((16, batch, 64)).astype(np.float32)
+    params = [tuple((rng.standard_normal(s) * 0.1).astype(np.float32)
+                    for s in ((4 * hidden, 64), (4 * hidden, hidden), (4 * hidden,), (4 * hidden,)))]
+    expected = run("basic", "lstm", x, params) if engine != "basic" else None
+    fake.sets.clear()
+    seen = spy_on_matmul(monkeypatch, fake.get)
+    y, _ = run(engine, "lstm", x, params)
+    assert fake.sets and fake.sets == [1, 4] * (len(fake.sets) // 2)   # projection, then the steps
+    assert fake.threads == 4
+    assert set(seen) <= {1}   # NUMBA's products go through np.matmul; BASIC's through `@`
+    if expected is not None:
+        np.testing.assert_allclose(y, expected[0], rtol=1e-5, atol=1e-6)
+
+
+def test_overlapping_small_calls_restore_the_count_once(fake):
+    outer = _blas_threads.serial_if_small(1 << 20)
+    inner = _blas_threads.serial_if_small(1 << 20)
+    with outer:
+        with inner:
+            assert fake.threads == 1
+        assert fake.threads == 1   # the outer block still runs
+    assert fake.threads == 4 and fake.sets == [1, 4]
+
+
+def test_small_calls_in_two_threads_restore_the_count_once(fake):
+    # the count is process-wide: thread A leaves while B is still inside, so B must keep 1
+    # and the 4 they both found must come back when B leaves (not the 1 that B found set)
+    a_inside, b_inside, a_left = threading.Event(), threading.Event(), threading.Event()
+    seen = []
+
+    def first():
+        with _blas_threads.serial_if_small(1 << 20):
+            a_inside.set()
+            b_inside.wait(10)
+        a_left.set()
+
+    def second():
+        a_inside.wait(10)
+        with _blas_threads.serial_if_small(1 << 20):
+            b_inside.set()
+            a_left.wait(10)
+            seen.append(fake.threads)
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen == [1] and fake.threads == 4 and fake.sets == [1, 4]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_during_another_threads_small_call_restores_the_count_in_the_child(fake):
+    inside, release = threading.Event(), threading.Event()
+
+    def hold():
+        with _blas_threads.serial_if_small(1 << 20):
+            inside.set()
+            release.wait(10)
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert inside.wait(10) and fake.threads == 1
+        pid = os.fork()
+        if pid == 0:   # the child has no holder to restore the count
+            with _blas_threads.serial_if_small(1 << 20):
+                ok = fake.threads == 1
+            os._exit(0 if ok and fake.threads == 4 and _blas_threads._depth == 0 else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        holder.join(10)
+    assert os.waitstatus_to_exitcode(status) == 0 and fake.threads == 4
+
+
+def test_nothing_is_set_without_openblas(monkeypatch):
+    monkeypatch.setattr(_blas_threads, "_controls", ())
+    assert _blas_threads.serial_if_small(1 << 20) is _blas_threads._NOTHING
+    np.testing.assert_array_equal(run("basic", "linear", ones(128, 192), ones(192, 192)), np.full((128, 192), 192))
+
+
+def test_another_blas_or_no_library_is_left_alone(monkeypatch):
+    config = {"Build Dependencies": {"blas": {"name": "accelerate"}}}
+    monkeypatch.setattr(np.__config__, "CONFIG", config, raising=False)
+    monkeypatch.setattr(_blas_threads, "_controls", None)
+    assert _blas_threads._find_controls() == () and _blas_threads._controls == ()
+    config["Build Dependencies"]["blas"]["name"] = "scipy-openblas"
+    monkeypatch.setattr(_blas_threads, "_candidates", lambda: ["/nonexistent/libopenblas.so", "libm.so.6"])
+    assert _blas_threads._find_controls() == ()   # one does not load, the other lacks the symbols
+
+
+def test_numpys_openblas_is_found_and_controlled(monkeypatch):
+    monkeypatch.setattr(_blas_threads, "_controls", None)
+    if not _blas_threads._numpy_blas_may_be_openblas():
+        pytest.skip("numpy's BLAS is not OpenBLAS")
+    get, set_ = _blas_threads._find_controls()
+    before = get()
+    set_(2)   # a single-core machine's count is 1 already
+    try:
+        seen = spy_on_matmul(monkeypatch, get)
+        run("basic", "linear", ones(128, 192), ones(192, 192))
+        assert seen == [1] and get() == 2
+        run("basic", "matmul", ones(2048, 64), ones(64, 64))
+        assert seen == [1, 2]
+    finally:
+        set_(before)
