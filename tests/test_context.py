@@ -1,5 +1,6 @@
 """Settings scopes: nesting, restore on error, thread and asyncio isolation, bind, env defaults, verbose."""
 import asyncio
+import contextlib
 import logging
 import os
 import subprocess
@@ -124,6 +125,41 @@ def test_an_enclosing_scope_closes_the_scopes_left_open_inside_it():
             ("recommend", "strict", 0)
         assert len(scopes._open.get()) == 1
     assert scopes._open.get() == ()
+
+
+def _scoped_generator():
+    with polyeng.compute_eng("numba"), polyeng.verbose(1):
+        yield
+        yield
+
+
+def _settings():
+    return polyeng.get_compute_eng(), polyeng.get_fp_math_mode().value, verbose_level()
+
+
+def _run_out_inside_consumer_scopes(generator):
+    """Finishes ``generator``, whose scopes opened before the consumer's, while those are open."""
+    assert _settings() == ("basic", "bf16", 1)
+    assert next(generator, "done") is None and next(generator, "done") == "done"
+    assert _settings() == ("basic", "bf16", 0)
+
+
+def test_a_generator_closing_its_scopes_leaves_its_consumers_scopes_open():
+    generator = _scoped_generator()
+    next(generator)
+    with polyeng.fp_math_mode("bf16"), polyeng.compute_eng("basic"):
+        _run_out_inside_consumer_scopes(generator)
+    assert _settings() == ("recommend", "strict", 0) and scopes._open.get() == ()
+
+
+def test_a_generator_closing_its_scopes_leaves_exit_stack_scopes_open():
+    generator = _scoped_generator()
+    next(generator)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(polyeng.fp_math_mode("bf16"))
+        stack.enter_context(polyeng.compute_eng("basic"))
+        _run_out_inside_consumer_scopes(generator)
+    assert _settings() == ("recommend", "strict", 0) and scopes._open.get() == ()
 
 
 def test_a_close_interrupted_by_a_signal_is_redone(monkeypatch):

@@ -123,6 +123,7 @@ def test_layer_norm_known_values():
     ({"normalized_shape": 4, "weight": np.ones(3)}, ValueError, r"weight has shape \(3,\)"),
     ({"normalized_shape": 4, "bias": np.ones(4, np.float16)}, TypeError, "bias has dtype float16"),
     ({"normalized_shape": 4, "eps": -1}, ValueError, "eps=-1"),
+    ({"normalized_shape": 4, "eps": 10 ** 400}, ValueError, "eps=1000.*0: expected a finite real number"),
     ({"normalized_shape": 4.0}, TypeError, "normalized_shape=4.0"),
 ])
 def test_layer_norm_bad_arguments(kwargs, error, match):

@@ -105,6 +105,8 @@ TOO_LARGE = {
                       r"scale_factor=1000000\.0 on x of shape \(1, 2, 3, 4\)"),
     "nearest-size": ("upsample_nearest", (np.zeros((1, 2, 3), np.uint8),), {"size": 10 ** 19},
                      r"size=10000000000000000000 on x"),
+    "nearest-huge-scale": ("upsample_nearest", (np.zeros((1, 1, 3, 4), np.float32),), {"scale_factor": 1e300},
+                           r"scale_factor=1e\+300 on x of shape \(1, 1, 3, 4\)"),   # bytes past float's range
     "nearest-3d": ("upsample_nearest", (np.zeros((1, 1, 2, 2, 2), np.int64),), {"scale_factor": (1e5, 1e5, 1e5)},
                    r"scale_factor=\(100000\.0, 100000\.0, 100000\.0\)"),
     "bilinear": ("upsample_bilinear2d", (np.zeros((1, 2, 3, 4), np.float32),), {"size": (10 ** 6, 10 ** 7)},

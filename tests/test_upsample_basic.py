@@ -185,6 +185,15 @@ def test_nearest_3d():
     np.testing.assert_array_equal(out[0, 0], cube[0, 0][np.ix_([0, 0, 1], [0, 0, 1], [0, 0, 1])])
 
 
+def test_nearest_3d_large_output_with_skipped_depth_and_repeated_rows():
+    # An output over 1 MB, which BASIC writes a block of rows at a time. D: 4 -> 2, step 2 ->
+    # 0, 2; H: 3 -> 5, step .6 -> 0, 0, 1, 1, 2; W: the same size, step 1. The first block's
+    # source rows (0, 0, 1, 1, 2, 6, 6) span 7 rows without being 7 consecutive rows.
+    x = np.arange(4 * 3 * 32768, dtype=F32).reshape(1, 1, 4, 3, 32768)
+    out = polyeng.upsample_nearest(x, size=(2, 5, 32768))
+    np.testing.assert_array_equal(out[0, 0], x[0, 0][[0, 2]][:, [0, 0, 1, 1, 2]])
+
+
 @pytest.mark.parametrize("dtype", [polyeng.int8, polyeng.uint8, polyeng.int32, polyeng.int64, F64])
 def test_nearest_integer_and_f64(dtype):
     x = np.asarray([[1, 2], [3, 4]], dtype)[None, None]
@@ -251,6 +260,7 @@ BAD_RESIZE = [
     ({"scale_factor": -2.0}, ValueError, r"scale_factor=-2.0"),
     ({"scale_factor": math.inf}, ValueError, r"scale_factor=inf"),
     ({"scale_factor": (2.0, math.nan)}, ValueError, r"scale_factor=\(2.0, nan\)"),
+    ({"scale_factor": (2, 10 ** 400)}, ValueError, r"scale_factor=\(2, 1000.*0\): every value must be a finite"),
     ({"scale_factor": True}, TypeError, r"scale_factor=True"),
     ({"scale_factor": "2"}, TypeError, r"scale_factor='2'"),
     ({"scale_factor": (2.0,)}, ValueError, r"scale_factor=\(2.0,\) has 1 entry"),

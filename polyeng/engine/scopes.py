@@ -5,13 +5,20 @@ instance may be entered by several threads or asyncio tasks at once, each restor
 value. A signal-raised exception (Ctrl-C) may land between any two bytecodes (Python runs
 signal handlers at calls, function starts and backward jumps), so entering and leaving are
 written to leave every setting as it was wherever one lands.
+
+Scopes need not close in the order they opened: a generator's scope stays open across its
+``yield`` while its consumer opens and closes its own, and may close while the consumer's is
+still open. Closing one scope leaves the others as they are (see ``_close``).
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import sys
 
 _open: contextvars.ContextVar[tuple] = contextvars.ContextVar("polyeng_open_scopes", default=())
 _ATTEMPTS = 4   # a close interrupted by a signal is redone; a fifth signal in a row goes through
+_CONTEXTLIB = contextlib.__file__
 
 
 class Scoped:
@@ -26,8 +33,15 @@ class Scoped:
     def __enter__(self):
         var, value = self._var, self._entered_value()
         previous, opened = var.get(), _open.get()
+        # the id of the frame of the with statement (not the frame: kept in a context, that
+        # could keep its locals alive), past contextlib's (ExitStack.enter_context); _close
+        # tells scopes left open by a skipped close by it
+        caller = sys._getframe(1)
+        while caller.f_code.co_filename == _CONTEXTLIB and caller.f_back is not None:
+            caller = caller.f_back
+        frame = id(caller)
         try:   # a with statement does not call __exit__ when __enter__ raises: undone here
-            _open.set(opened + ((self, var, previous),))
+            _open.set(opened + ((self, var, previous, value, frame),))
             var.set(value)
         except BaseException:
             var.set(previous)
@@ -58,7 +72,8 @@ class Scoped:
 
 
 def _entry_of(scope) -> tuple:
-    """The innermost open entry ``(scope, var, previous value)`` of ``scope``; () when it is not open."""
+    """The innermost open entry ``(scope, var, previous value, value, frame id)`` of ``scope``;
+    () when it is not open."""
     stack = _open.get()
     for i in range(len(stack) - 1, -1, -1):
         if stack[i][0] is scope:
@@ -67,13 +82,46 @@ def _entry_of(scope) -> tuple:
 
 
 def _close(entry: tuple) -> None:
-    """Restore the variable of ``entry``, and those of the scopes opened after it and still open
-    (whose ``__exit__`` a signal skipped), newest first; then drop them from the open scopes.
-    Closing an entry already closed does nothing."""
+    """Close ``entry``, and the scopes opened after it that are still open only because a signal
+    skipped their ``__exit__``: those opened in its own with statement's frame or in frames that
+    have returned since. Scopes opened after it by a frame still running further up the stack
+    (a generator's consumer, while the generator closes its scope) stay open, with their values.
+    Every variable is set from the open scopes as they were (idempotent): closing an entry
+    already closed does nothing, and a close redone after a signal gives the same result."""
     stack = _open.get()
     for i in range(len(stack) - 1, -1, -1):
         if stack[i] is entry:
-            for _, var, previous in reversed(stack[i:]):
+            newer = stack[i + 1:]
+            callers = _callers_of(entry[4]) if newer else ()
+            kept = tuple(e for e in newer if e[4] in callers)
+            if not kept:
+                for _, var, previous, _, _ in reversed(stack[i:]):
+                    var.set(previous)
+                _open.set(stack[:i])
+                return
+            # back to the values before ``entry`` opened, then the kept scopes reopened in order
+            before = {}
+            for _, var, previous, _, _ in stack[i:]:
+                before.setdefault(var, previous)
+            for var, previous in before.items():
                 var.set(previous)
-            _open.set(stack[:i])
+            reopened = []
+            for scope, var, _, value, frame in kept:
+                reopened.append((scope, var, var.get(), value, frame))
+                var.set(value)
+            _open.set(stack[:i] + tuple(reopened))
             return
+
+
+def _callers_of(frame_id: int) -> frozenset:
+    """The ids of the frames running further up the stack than the frame ``frame_id`` (empty when
+    that frame is not running): only those can hold a scope open past the one it closes."""
+    frame, ids = sys._getframe(1), []
+    while frame is not None and id(frame) != frame_id:
+        frame = frame.f_back
+    if frame is not None:
+        frame = frame.f_back
+    while frame is not None:
+        ids.append(id(frame))
+        frame = frame.f_back
+    return frozenset(ids)

@@ -40,6 +40,8 @@ def check_output_size(shape, dtype, op: str, given: str) -> None:
 
 
 def _readable(nbytes: int) -> str:
+    if nbytes >= 1024 ** 7:   # past float's range too (scale_factor=1e300): whole EiB, in int arithmetic
+        return f"{nbytes // 1024 ** 6} EiB"
     value, unit = float(nbytes), "bytes"
     for larger in ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
         if value < 1024:

@@ -42,7 +42,11 @@ def _validate(x, normalized_shape, weight, bias, eps):
         params[name] = value
     if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
         raise TypeError(f"eps={eps!r}: expected a real number")
-    if not math.isfinite(eps) or eps < 0:
+    try:
+        finite = math.isfinite(eps)
+    except OverflowError:   # an int past float's range (10 ** 400)
+        finite = False
+    if not finite or eps < 0:
         raise ValueError(f"eps={eps!r}: expected a finite real number >= 0")
     return {"x": x, "normalized_shape": shape, "weight": params["weight"], "bias": params["bias"],
             "eps": float(eps)}

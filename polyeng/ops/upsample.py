@@ -77,7 +77,10 @@ def _scales(scale_factor, n: int) -> tuple:
         if isinstance(item, (bool, np.bool_)) or not isinstance(item, numbers.Real):
             raise TypeError(f"scale_factor={scale_factor!r}: expected a positive float or a sequence "
                             f"of {n} positive floats")
-        item = float(item)
+        try:
+            item = float(item)
+        except OverflowError:   # an int past float's range (10 ** 400): not a finite scale either
+            item = math.inf
         if not (math.isfinite(item) and item > 0):
             raise ValueError(f"scale_factor={scale_factor!r}: every value must be a finite number > 0")
         out.append(item)

@@ -45,9 +45,12 @@ def upsample_nearest(p, x, size, scale_factor):
         if len(r) == 1:   # a view of the one source row, not a copy of it
             gathered, target = source[divmod(int(plane[0]), c) + (int(d[0]), int(h[0]))], target[0]
         elif flat is not None:
-            src = (plane * in_d + d) * in_h + h   # never decreasing: consecutive when the ends are
+            src = (plane * in_d + d) * in_h + h
+            # a slice when consecutive: the ends alone do not say so in 3-D, where a depth that
+            # skips can make up for rows that repeat (0, 0, 1, 4, 4 spans 5 rows)
             first, last = int(src[0]), int(src[-1])
-            gathered = flat[first:last + 1] if last - first == len(r) - 1 else np.take(flat, src, axis=0)
+            consecutive = last - first == len(r) - 1 and bool((np.diff(src) == 1).all())
+            gathered = flat[first:last + 1] if consecutive else np.take(flat, src, axis=0)
         else:
             gathered = source[np.divmod(plane, c) + (d, h)]
         for lo, hi in columns:
