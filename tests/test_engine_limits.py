@@ -92,3 +92,38 @@ def test_a_call_beyond_the_limit_runs_elsewhere_without_fallback(op, resize, mon
     exec_line = [m for m in caplog.messages if m.startswith(f"polyeng,exec,{op},")][-1]
     assert f",{decision.engine},special-argument," in exec_line
     np.testing.assert_array_equal(result, expected)
+
+
+# BASIC pads the input to whole windows; windows far larger than the input would pad it to
+# terabytes, so BASIC declines and an engine that clips windows runs the call
+HUGE_WINDOWS = {
+    "max2d": ("max_pool2d", (1, 2, 4, 5), {"kernel_size": 2 ** 20, "padding": 2 ** 19, "ceil_mode": True}),
+    "avg2d": ("avg_pool2d", (1, 2, 4, 5), {"kernel_size": 2 ** 20, "padding": 2 ** 19, "ceil_mode": True}),
+    "max3d": ("max_pool3d", (1, 1, 3, 4, 5), {"kernel_size": (1, 2 ** 14, 2 ** 14), "padding": (0, 2 ** 13, 2 ** 13)}),
+}
+
+
+@pytest.mark.parametrize("case", HUGE_WINDOWS)
+def test_basic_declines_windows_that_would_pad_the_input_to_terabytes(case):
+    op, shape, kwargs = HUGE_WINDOWS[case]
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    decision = polyeng.explain(op, x, **kwargs)
+    verdict, reason = verdicts(decision)["basic"]
+    assert verdict == "rejected" and "BASIC pads x" in reason and "bytes" in reason, reason
+    assert decision.engine != "basic" and decision.step == "special-argument"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # chosen from the start: no run-time fallback
+        y = getattr(polyeng, op)(x, **kwargs)
+    if op.startswith("max"):   # along the huge kernel dims every window covers the whole input
+        kernel = kwargs["kernel_size"]
+        kernel = kernel if isinstance(kernel, tuple) else (kernel,) * (x.ndim - 2)
+        dims = tuple(2 + i for i, k in enumerate(kernel) if k > 1)
+        np.testing.assert_array_equal(y, np.broadcast_to(x.max(axis=dims, keepdims=True), y.shape))
+    with polyeng.compute_eng("basic", fallback=False), pytest.raises(polyeng.EngineError, match="BASIC pads x"):
+        getattr(polyeng, op)(x, **kwargs)
+
+
+def test_basic_still_pads_ordinary_windows():
+    x = np.ones((1, 1, 1, 1), np.float32)
+    decision = polyeng.explain("avg_pool2d", x, 3, stride=1, padding=1)
+    assert verdicts(decision)["basic"][0] in ("chosen", "accepted")

@@ -4,9 +4,31 @@ Each kernel pads the input once, then visits the kernel offsets in row-major ord
 combining one strided slice (that offset's tap of every window) per offset. The padding,
 slices, divisor and tap indices are the prepared call's (``polyeng.ops.pooling``).
 """
+import math
+
 import numpy as np
 
 from ...engine import dtypes as dt
+from .._loader import limit
+
+# The padded copy may be this many times the input (plus a fixed allowance) before BASIC
+# declines the call: windows far larger than the input (kernel_size=2**20 with padding=2**19)
+# would pad a small input to terabytes, where the engines that clip windows need nothing.
+PAD_GROWTH, PAD_ALLOWANCE = 16, 1 << 26
+
+
+def _pad_limit(call):
+    """The reason BASIC declines a call whose padded copy would dwarf its input, else None."""
+    p, x = call.prepared, call.args["x"]
+    extents, spatial = p.padded_extent, p.geometry.spatial
+    lead = math.prod(x.shape[:x.ndim - len(extents)])
+    padded = lead * math.prod(size + left + right for size, (left, right) in zip(spatial, extents))
+    nbytes = padded * x.dtype.itemsize
+    if nbytes <= PAD_GROWTH * x.nbytes + PAD_ALLOWANCE:
+        return None
+    return (f"BASIC pads x {tuple(x.shape)} to whole windows, which would take {nbytes} bytes here "
+            f"(kernel_size {p.geometry.kernel}, padding {p.geometry.padding}); the other engines clip "
+            f"windows instead")
 
 
 def _pad(x, p, value):
@@ -21,6 +43,7 @@ def _pad(x, p, value):
     return padded
 
 
+@limit(_pad_limit)
 def avg_pool2d(p, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     # 16-bit storage is summed in f32 (the dispatcher normally hands f32 already)
     acc_dtype = dt.result_type(x.dtype, dt.float32)
@@ -50,6 +73,7 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
+@limit(_pad_limit)
 def max_pool2d(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     work = _comparable(x)
     lowest = _lowest(work.dtype)
