@@ -64,6 +64,9 @@ def test_explain_parses_lists_scalars_and_huge_shapes(capsys):
     (["explain", "concat", "[2x3,3x4]", "axis=1"], "sizes must match"),
     (["explain", "conv2d", "2x3"], "not a polyeng op"),
     (["explain", "softmax", "2x3", "--engine", "cuda"], "not a registered engine"),
+    (["explain", "softmax", "2x-3:f32"], "'2x-3:f32' is not a tensor: expected SHAPE:DTYPE"),
+    (["explain", "softmax", "2.5x3"], "'2.5x3' is not a tensor"),
+    (["explain", "softmax", "99999999999x99999999999:f32"], "more elements than numpy can index"),
 ])
 def test_explain_errors_are_one_line_and_exit_2(argv, message, capsys):
     assert main(argv) == 2

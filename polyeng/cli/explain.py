@@ -8,6 +8,8 @@ import re
 import numpy as np
 
 _TENSOR = re.compile(r"^(\d+(?:x\d+)*|scalar)(?::(\w+))?$")
+# what a tensor written with a typo looks like: sizes with signs or dots, an empty size, "x" ends
+_NEAR_TENSOR = re.compile(r"^[-+.\d]*(?:x[-+.\d]*)+(?::\w*)?$|^[-+.\d]+:\w*$")
 
 
 def _is_tensor_spec(text: str) -> bool:
@@ -31,7 +33,14 @@ def parse_value(text: str):
         from ..engine.dtypes import as_dtype
         match = _TENSOR.match(text)
         shape = () if match.group(1) == "scalar" else tuple(int(d) for d in match.group(1).split("x"))
-        return np.broadcast_to(np.zeros((), as_dtype(match.group(2) or "f32")), shape)
+        try:
+            return np.broadcast_to(np.zeros((), as_dtype(match.group(2) or "f32")), shape)
+        except ValueError:   # numpy's "iterator is too large" / "Maximum allowed dimension exceeded"
+            raise ValueError(f"{text!r}: shape {shape} has more elements than numpy can index "
+                             f"(at most 2**63 - 1 in all)") from None
+    if _NEAR_TENSOR.match(text):
+        raise ValueError(f"{text!r} is not a tensor: expected SHAPE:DTYPE with sizes of non-negative "
+                         f"integers joined by 'x', e.g. 2x3x8x8:f32, 8:f16 or scalar:f32")
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):
