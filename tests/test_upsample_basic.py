@@ -343,3 +343,14 @@ def test_matches_torch_on_random_cases():
                 continue
         want = functional.interpolate(torch.from_numpy(x), mode="nearest", **resize).numpy()
         np.testing.assert_array_equal(polyeng.upsample_nearest(x, **resize), want)
+
+
+def test_sizes_and_scales_as_numpy_arrays_read_as_their_values():
+    x = np.ones((1, 1, 3, 3), np.float32)
+    assert polyeng.upsample_nearest(x, size=np.array(4)).shape == (1, 1, 4, 4)
+    assert polyeng.upsample_nearest(x, size=np.array([4, 5], np.int32)).shape == (1, 1, 4, 5)
+    assert polyeng.upsample_bilinear2d(x, scale_factor=np.array([2.0, 1.5])).shape == (1, 1, 6, 4)
+    with pytest.raises(TypeError, match="size=.*expected an int or a sequence of 2 ints"):
+        polyeng.upsample_nearest(x, size=np.array([4.5, 5.0]))
+    with pytest.raises(ValueError, match="has 3 entries but x has 2 spatial dims"):
+        polyeng.upsample_nearest(x, size=np.array([4, 5, 6]))

@@ -49,7 +49,10 @@ def upsample_nearest(x, size=None, scale_factor=None):
 # --- argument checks ---------------------------------------------------------------------------
 
 def _per_dim(value, n: int, name: str) -> tuple:
-    """A single value or a sequence of exactly ``n`` (one per spatial dim), as ``n`` values."""
+    """A single value or a sequence of exactly ``n`` (one per spatial dim), as ``n`` values; numpy
+    arrays of numbers as their values (0-d: a single value), as the pooling sizes take them."""
+    if isinstance(value, np.ndarray) and value.ndim <= 1 and value.dtype.kind in "iuf":
+        value = value.item() if value.ndim == 0 else tuple(value.tolist())
     if isinstance(value, (list, tuple)):
         if len(value) != n:
             count = f"{len(value)} {'entry' if len(value) == 1 else 'entries'}"
