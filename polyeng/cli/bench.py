@@ -21,6 +21,7 @@ import numpy as np
 import polyeng
 from ..engine import dtypes as dt
 from .console import UsageError
+from .options import named_engines
 from .measure import DEVICE_SUFFIX, device_engines, measure_case
 from .report import Progress, check_plot_path, plot, table
 from .workload import CASES, cases
@@ -50,17 +51,9 @@ def parse_dtypes(text: str) -> list[str]:
 
 def select_engines(names: str | None, ops: set[str]) -> list[str]:
     """The engines to time: the named ones, else every available engine implementing one of ``ops``."""
-    records = {e.name.lower(): e for e in polyeng.engines()}
-    if names is None:
-        return [e.name for e in records.values() if e.available and ops & set(e.ops)]
-    chosen = []
-    for name in (n.strip().lower() for n in names.split(",") if n.strip()):
-        if name not in records:
-            raise BenchError(f"--engines {name!r} is not a registered engine; registered: {', '.join(records)}")
-        if not records[name].available:
-            raise BenchError(f"--engines {name!r} is unavailable: {records[name].reason}")
-        chosen.append(records[name].name)
-    return chosen
+    if names is not None:
+        return named_engines(names, BenchError)
+    return [e.name for e in polyeng.engines() if e.available and ops & set(e.ops)]
 
 
 def load_torch(wanted: bool):

@@ -17,6 +17,7 @@ import polyeng
 from ..engine import dtypes as dt
 from ..examples import example_calls
 from .console import UsageError
+from .options import named_engines
 from .report import Progress
 
 FLOATS = ("f32", "f64", "bf16", "f16")
@@ -47,18 +48,12 @@ def warmup_calls(dtype_name: str, seed: int = 0) -> list:
 
 def _choose_engines(names: str | None) -> tuple[list[str], list[str]]:
     """(engines to warm up, notes on the available-by-default ones that are skipped)."""
-    records = {e.name.lower(): e for e in polyeng.engines()}
     if names is None:
-        chosen = [e.name for e in records.values() if e.name != "basic" and e.available]
-        skipped = [f"{e.name}: unavailable ({e.reason})" for e in records.values() if not e.available]
+        records = polyeng.engines()
+        chosen = [e.name for e in records if e.name != "basic" and e.available]
+        skipped = [f"{e.name}: unavailable ({e.reason})" for e in records if not e.available]
         return chosen, skipped
-    chosen = []
-    for name in (n.strip().lower() for n in names.split(",") if n.strip()):
-        if name not in records:
-            raise UsageError(f"--engines {name!r} is not a registered engine; registered: {', '.join(records)}")
-        if not records[name].available:
-            raise UsageError(f"--engines {name!r} is unavailable: {records[name].reason}")
-        chosen.append(records[name].name)
+    chosen = named_engines(names)
     if not chosen:
         raise UsageError("--engines is empty; expected e.g. numba,opencl")
     return chosen, []
