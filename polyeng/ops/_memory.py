@@ -28,11 +28,13 @@ def check_output_size(shape, dtype, op: str, given: str) -> None:
     """Raise ValueError when an output of ``shape`` and ``dtype`` cannot be allocated here.
 
     ``given`` names what decided the shape, as the caller wrote it (``"scale_factor=1000000.0"``,
-    ``"a (1000000, 1) and b (1, 1000000)"``): the message starts with it.
+    ``"a (1000000, 1) and b (1, 1000000)"``): the message starts with it. It may be a function
+    returning that text, for callers on the per-call path: it is built only for the error.
     """
     nbytes = math.prod(int(s) for s in shape) * np.dtype(dtype).itemsize   # Python ints: exact
     limit = min(physical_memory(), sys.maxsize)
     if nbytes > limit:
+        given = given() if callable(given) else given
         raise ValueError(
             f"{given}: {op}'s output would have shape {tuple(int(s) for s in shape)} of "
             f"{np.dtype(dtype).name}, {nbytes} bytes ({_readable(nbytes)}), more than this machine "

@@ -90,6 +90,11 @@ def _scales(scale_factor, n: int) -> tuple:
     return tuple(out)
 
 
+def _given(size, scale_factor):
+    """The resize argument as the caller wrote it, formatted when an error message asks."""
+    return lambda: f"size={size!r}" if size is not None else f"scale_factor={scale_factor!r}"
+
+
 def _validate_resize(x, size, scale_factor, op: str) -> dict:
     """Checks shared by both ops, once ``x`` is known to have a supported rank."""
     n = len(x.shape) - 2
@@ -98,7 +103,8 @@ def _validate_resize(x, size, scale_factor, op: str) -> dict:
     if size is not None and scale_factor is not None:
         raise ValueError(f"size={size!r} and scale_factor={scale_factor!r}: expected exactly one of "
                          f"size or scale_factor, not both")
-    given = f"size={size!r}" if size is not None else f"scale_factor={scale_factor!r}"
+    # what the caller gave, as written: only error messages read it
+    given = _given(size, scale_factor)
     size = _sizes(size, n) if size is not None else None
     scale_factor = _scales(scale_factor, n) if scale_factor is not None else None
     spatial = tuple(int(s) for s in x.shape[2:])
@@ -107,9 +113,10 @@ def _validate_resize(x, size, scale_factor, op: str) -> dict:
                          f"(after N and C) to be >= 1")
     out = output_spatial(spatial, size, scale_factor)
     if min(out) < 1:
-        raise ValueError(f"{given} on spatial sizes {spatial} gives output sizes "
+        raise ValueError(f"{given()} on spatial sizes {spatial} gives output sizes "
                          f"{out}; expected every output size >= 1 (floor(in * scale_factor))")
-    check_output_size(tuple(x.shape[:2]) + out, x.dtype, op, f"{given} on x of shape {check.shape_str(x.shape)}")
+    check_output_size(tuple(x.shape[:2]) + out, x.dtype, op,
+                      lambda: f"{given()} on x of shape {check.shape_str(x.shape)}")
     return {"x": x, "size": size, "scale_factor": scale_factor}
 
 
