@@ -52,12 +52,17 @@ CODE = textwrap.dedent('''
 ''')
 
 
+def _engine_rows(out) -> dict:
+    """CODE's engine lines by engine name: [name, available, reason, ops]."""
+    return {line.split("|")[0]: line.split("|") for line in out.stdout.splitlines() if "|" in line}
+
+
 def test_entry_point_plugin_is_loaded_and_a_broken_one_is_unavailable(tmp_path):
     site = _site(tmp_path, {"doubler": ("doubler_plugin", GOOD, "doubler_plugin:Doubler"),
                             "broken": ("broken_plugin", BAD_IMPORT, "broken_plugin")})
     out = _run(site, CODE)
     assert out.returncode == 0, out.stderr
-    rows = {line.split("|")[0]: line.split("|") for line in out.stdout.splitlines() if "|" in line}
+    rows = _engine_rows(out)
     assert rows["doubler"][1:] == ["True", "", "concat"]
     assert rows["broken"][1] == "False" and "libfoo.so not found" in rows["broken"][2]
     assert rows["basic"][1] == "True"
@@ -83,7 +88,7 @@ def test_broken_entry_point_named_like_a_builtin_does_not_shadow_it(tmp_path):
     site = _site(tmp_path, {"basic": ("broken_plugin", BAD_IMPORT, "broken_plugin")})
     out = _run(site, CODE.replace('with polyeng.compute_eng("doubler"):', 'if True:'))
     assert out.returncode == 0, out.stderr
-    rows = {line.split("|")[0]: line.split("|") for line in out.stdout.splitlines() if "|" in line}
+    rows = _engine_rows(out)
     assert rows["basic"][1] == "True"
     assert rows["basic-plugin"][1] == "False" and "libfoo.so not found" in rows["basic-plugin"][2]
     assert "values [[1.0, 1.0]]" in out.stdout
@@ -105,7 +110,7 @@ def test_an_entry_point_whose_hook_fails_leaves_its_engine_unavailable(tmp_path)
     site = _site(tmp_path, {"nodevice": ("nodevice_plugin", BAD_ACCEPTS, "nodevice_plugin:BadAccepts")})
     out = _run(site, CODE.replace('with polyeng.compute_eng("doubler"):', 'if True:'))
     assert out.returncode == 0, out.stderr
-    rows = {line.split("|")[0]: line.split("|") for line in out.stdout.splitlines() if "|" in line}
+    rows = _engine_rows(out)
     assert rows["nodevice"][1] == "False"
     assert rows["nodevice"][2] == ("plugin 'nodevice' failed to register: TypeError: add_kernel('concat', "
                                    "'nodevice'): accepts='axis=0 only' must be a callable (call -> None or a "
