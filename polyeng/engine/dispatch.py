@@ -19,7 +19,6 @@ from . import plan_cache
 from .call import Call, OpSpec, map_arrays, op_spec, tensors_of
 from .plan_cache import Plan
 from .errors import EngineError, FallbackWarning
-from .names import Engine
 from .plugins import registry
 from .selector import ACCEPTED, CHOSEN, NOT_PROBED, Decision, choose_engine, verdict
 from .settings import current_scope
@@ -51,9 +50,8 @@ def make_call(spec: OpSpec, args: dict) -> Call:
 
 
 def decide(call: Call, reg=None, *, probe_all: bool = False, scope=None) -> Decision:
-    reg, scope = reg or registry(), scope or current_scope()
-    pinned = not scope.fallback and scope.engine != Engine.RECOMMEND.value
-    decision = choose_engine(call, _PinnedView(reg, scope.engine) if pinned else reg, scope, probe_all=probe_all)
+    reg = reg or registry()
+    decision = choose_engine(call, reg, scope or current_scope(), probe_all=probe_all)
     decision.fp_math_mode = call.fp_math_mode.value
     decision.compute_type = reg.kernel(call.op, decision.engine).compute_for(call)
     decision.compute_dtype = fpmath.compute_dtype(decision.compute_type)
@@ -201,26 +199,6 @@ def _described(value) -> str:
     if isinstance(value, (np.ndarray, np.generic)):
         return f"a {value.dtype.name} array"
     return f"a {type(value).__name__}" if value is not None else "None"
-
-
-class _PinnedView:
-    """The registry as the selector sees it for an engine pinned by ``compute_eng(engine,
-    fallback=False)``: the device tensors of other engines are plain inputs, so the layout step
-    cannot move the call to them; the plan's step brings them to the host for the pinned engine."""
-
-    def __init__(self, reg, engine: str):
-        self._reg, self._engine = reg, engine
-
-    def __getattr__(self, name):
-        return getattr(self._reg, name)
-
-    def native_types(self) -> tuple:
-        record = self._reg.engines.get(self._engine)
-        return (record.native_type,) if record is not None and record.native_type is not None else ()
-
-    def owner_of(self, value):
-        owner = self._reg.owner_of(value)
-        return owner if owner is not None and owner.name == self._engine else None
 
 
 def _needs_conversion(call: Call, compute: str, kernel) -> bool:

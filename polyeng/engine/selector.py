@@ -96,11 +96,14 @@ def choose_engine(call, registry: Registry, scope: EngineScope, *, probe_all: bo
     outranked_by_constraint = False
     chosen = step = None
 
-    # Step 2: layout. Device tensors native to an accepting engine pull the call there.
+    # Step 2: layout. Device tensors native to an accepting engine pull the call there; under a
+    # pinned engine (fallback=False) only its own do: the others are moved to it.
+    user = scope.engine
+    pinned = not scope.fallback and user != Engine.RECOMMEND.value
     if registry.native_types():
         for value in call.tensors().values():
             owner = registry.owner_of(value)
-            if owner is None:
+            if owner is None or (pinned and owner.name != user):
                 continue
             verdict_, _ = verdicts[owner.name]
             if verdict_ == ACCEPTED:
@@ -110,7 +113,6 @@ def choose_engine(call, registry: Registry, scope: EngineScope, *, probe_all: bo
                 outranked_by_constraint = True
 
     # Step 3: the user's engine.
-    user = scope.engine
     if chosen is None and user != Engine.RECOMMEND.value:
         verdict_, reason = verdicts[user]
         if verdict_ == ACCEPTED:
