@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-import threading
 import time
-import warnings
 
 import numpy as np
 
@@ -18,7 +16,7 @@ from . import fpmath, mixed_precision, verbose
 from . import plan_cache
 from .call import Call, OpSpec, map_arrays, op_spec, tensors_of
 from .plan_cache import Plan
-from .errors import EngineError, FallbackWarning
+from .errors import EngineError, FallbackWarning, warn_once
 from .plugins import registry
 from .selector import ACCEPTED, CHOSEN, NOT_PROBED, Decision, choose_engine, verdict
 from .settings import current_scope
@@ -31,8 +29,6 @@ try:   # numpy >= 2 keeps its error state in a context variable; setting it dire
 except Exception:   # another numpy: the public context manager
     _error_state = None
 
-_warned: set = set()
-_warned_lock = threading.Lock()
 
 
 def make_call(spec: OpSpec, args: dict) -> Call:
@@ -283,13 +279,8 @@ def _to_storage(result, storage):
 
 
 def _warn_fallback(op: str, engine: str, reason: str, next_engine: str) -> None:
-    key = (op, engine, reason)
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    warnings.warn(FallbackWarning(f"{op}: engine {engine!r} failed at run time ({reason}); "
-                                  f"running it on {next_engine!r}"), stacklevel=4)
+    warn_once((op, engine, reason), FallbackWarning(f"{op}: engine {engine!r} failed at run time ({reason}); "
+                                                    f"running it on {next_engine!r}"), stacklevel=4)
 
 
 def explain(op, *args, **kwargs) -> Decision:

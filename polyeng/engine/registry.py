@@ -6,13 +6,12 @@ only reads it. It is rebuilt whenever a backend is registered or unregistered.
 from __future__ import annotations
 
 import threading
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .errors import PluginWarning
+from .errors import PluginWarning, warn_once
 from .names import Engine, engine_name
 from .plan_cache import PlanCache
 
@@ -99,20 +98,11 @@ class KernelRecord:
         # A plugin bug: True would read as a rejection and False as an acceptance. The engine is
         # left out (the call still runs elsewhere) and the plugin's author hears of it once.
         reason = f"accepts returned {reason!r}; it must return None (accept) or a str (the reason to reject)"
-        _warn_once(self, f"engine {self.engine!r} left out of {self.op}: {reason}")
+        # per accepts function (by id: it need not be hashable): a later plugin's is warned about anew
+        warn_once((self.engine, self.op, id(self.accepts)),
+                  PluginWarning(f"engine {self.engine!r} left out of {self.op}: {reason}"), stacklevel=2,
+                  keep=self.accepts)
         return reason
-
-
-# (engine, op, id(accepts)) -> accepts, for the kernels already warned about; holding accepts
-# keeps its id from being reused by another function.
-_warned: dict = {}
-
-
-def _warn_once(kernel: KernelRecord, message: str) -> None:
-    key = (kernel.engine, kernel.op, id(kernel.accepts))
-    if key not in _warned:
-        _warned[key] = kernel.accepts
-        warnings.warn(message, PluginWarning, stacklevel=3)
 
 
 @dataclass(frozen=True)
