@@ -12,7 +12,7 @@ def placeholder(*shape, dtype=np.float32):
     return np.broadcast_to(np.zeros((), dtype), shape)
 
 
-@pytest.mark.parametrize("op", sorted(set(OPS) - {"matmul", "linear"}))
+@pytest.mark.parametrize("op", sorted(set(OPS) - {"matmul", "linear", "reshape"}))
 def test_every_op_has_a_size_threshold(op):
     rule = OPS[op].recommend
     assert rule is not None and hasattr(rule, "min_elements")
@@ -32,6 +32,12 @@ def test_matmul_and_linear_recommend_basic():
     a = placeholder(512, 512)
     assert polyeng.explain("matmul", a, a).engine == "basic"
     assert polyeng.explain("linear", a, a).engine == "basic"
+
+
+def test_reshape_recommends_basic_at_every_size():
+    # numpy's reshape is the whole of the work on the host: a view, or numpy's own copy
+    for shape in [(3, 5), (64, 64, 64)]:
+        assert polyeng.explain("reshape", placeholder(*shape), (-1,)).engine == "basic"
 
 
 def test_a_rejecting_user_engine_leaves_the_recommendation_in_charge(backends):

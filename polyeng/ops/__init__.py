@@ -7,7 +7,7 @@ import importlib
 from ..engine.call import OPS
 
 MODULES = ("concat", "permute", "select", "pooling", "upsample", "lstm", "normalization",
-           "softmax", "matmul", "activation", "cast")
+           "softmax", "matmul", "activation", "cast", "arithmetic", "reduction", "reshape", "embedding")
 
 for _name in MODULES:
     _module = importlib.import_module(f"{__name__}.{_name}")
