@@ -54,6 +54,12 @@ def contiguous_strides(shape) -> list:
     return strides
 
 
+def broadcast_strides(shape, out_shape) -> list:
+    """Element strides of a C-ordered ``shape`` against ``out_shape`` (0 where broadcast)."""
+    own = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
+    return [0 if n == 1 else s for n, s in zip(own, contiguous_strides(own))]
+
+
 def layout(shape, strides: list, offsets=None) -> Layout:
     """The layout of a walk over ``shape`` (non-empty) reading operand k at ``offsets[k] +
     sum(index * strides[k])``, strides in elements."""

@@ -46,6 +46,28 @@ class OpenCLTensor:
         device = state().device.name.strip()
         return f"OpenCLTensor(shape={self.shape}, dtype={short_name(self.dtype)}, device={device!r})"
 
+    def reshape(self, *shape) -> "OpenCLTensor":
+        """This tensor with another shape (numpy's rule: ints or one tuple, at most one -1) over
+        the same buffer: the data is C-contiguous, so no copy and no kernel. ValueError naming
+        the shape when it cannot hold exactly this tensor's elements."""
+        from ...ops.reshape import target_shape
+        if not shape:
+            raise TypeError("reshape() takes a shape: ints or one tuple of ints")
+        dims = target_shape(self.shape, shape[0] if len(shape) == 1 else shape)
+        host = self.host.reshape(dims) if self.host is not None else None
+        return OpenCLTensor(self.buffer, dims, self.dtype, host=host)
+
+    @property
+    def T(self) -> "OpenCLTensor":   # noqa: N802 (numpy's name)
+        """The axes reversed (the tensor itself for 0-d and 1-d). Unlike numpy's ``.T`` this is
+        a copy: device tensors are always C-contiguous, so a transpose is a device
+        ``permute_contiguous`` on the OPENCL engine."""
+        if self.ndim < 2:
+            return self
+        import polyeng
+        with polyeng.compute_eng("opencl", fallback=False):
+            return polyeng.permute_contiguous(self, tuple(range(self.ndim - 1, -1, -1)))
+
     def __array__(self, dtype=None, copy=None):
         array = to_numpy(self)
         return array if dtype is None else array.astype(dtype)

@@ -22,3 +22,63 @@ __kernel void gelu(__global const elem *x, __global elem *y, const ulong n) {
         STORE(y, k, GELU(v));
     }
 }
+
+// relu, sigmoid, tanh, exp, sqrt and erf: y = FN(x) elementwise, the function a build option
+// (-DFN_RELU, ...); a work item takes `per` runs of 16 elements (VLOAD), the last elements one by
+// one. relu keeps NaN (as numpy's maximum) and turns -0.0 into +0.0 as numpy's vector loop does;
+// sigmoid's exp(-x) = inf for very negative x gives exactly 0 and exp(-x) = 0 exactly 1, as
+// BASIC's formula does.
+#if defined(FN_RELU) && defined(ITYPE)
+#define FN(v) max((v), (ITYPE)0)
+#elif defined(FN_RELU)
+#define FN(v) ((v) > (real)0 || isnan(v) ? (v) : (real)0)
+#define FNV(v) select((realv)0, (v), VMASK((v) > (real)0 || isnan(v)))
+#elif defined(FN_SIGMOID)
+#define FN(v) ((real)1 / ((real)1 + exp(-(v))))
+#elif defined(FN_TANH)
+#define FN(v) tanh(v)
+#elif defined(FN_EXP)
+#define FN(v) exp(v)
+#elif defined(FN_SQRT)
+#define FN(v) sqrt(v)
+#elif defined(FN_ERF)
+#define FN(v) erf(v)
+#endif
+#if defined(FN) && !defined(FNV)
+#define FNV(v) FN(v)
+#endif
+
+#if defined(FN) && defined(ITYPE)
+// integer relu: ITYPE is the element type (for uint8 the kernel copies)
+#define V16_(t) t##16
+#define V16(t) V16_(t)
+__kernel void unary(__global const ITYPE *x, __global ITYPE *y, const ulong n, const ulong per) {
+    const size_t first = get_global_id(0) * per * VLANES;
+    if (first >= n) return;
+    const size_t last = min((size_t)n, first + (size_t)per * VLANES);
+    size_t i = first;
+    for (; i + VLANES <= last; i += VLANES) {
+        const V16(ITYPE) v = vload16(0, x + i);
+        vstore16(FN(v), 0, y + i);
+    }
+    for (; i < last; ++i) {
+        const ITYPE v = x[i];
+        y[i] = FN(v);
+    }
+}
+#elif defined(FN)
+__kernel void unary(__global const elem *x, __global elem *y, const ulong n, const ulong per) {
+    const size_t first = get_global_id(0) * per * VLANES;
+    if (first >= n) return;
+    const size_t last = min((size_t)n, first + (size_t)per * VLANES);
+    size_t i = first;
+    for (; i + VLANES <= last; i += VLANES) {
+        const realv v = VLOAD(x, i);
+        VSTORE(y, i, FNV(v));
+    }
+    for (; i < last; ++i) {
+        const real v = LOAD(x, i);
+        STORE(y, i, FN(v));
+    }
+}
+#endif

@@ -1,9 +1,14 @@
-"""gelu on OPENCL (activation.cl): one work item per 16 elements; the tanh form is a build option."""
+"""gelu, relu, sigmoid, tanh, exp, sqrt and erf on OPENCL (activation.cl): a work item takes 16
+elements (gelu) or as many runs of 16 as ``enqueue.runs_per_item`` gives the device; the
+function (and gelu's tanh form) is a build option, so each is its own program."""
 from __future__ import annotations
 
 import numpy as np
 
 from . import _enqueue as enqueue
+
+_INTEGER = {np.dtype(np.int8): "char", np.dtype(np.uint8): "uchar", np.dtype(np.int32): "int",
+           np.dtype(np.int64): "long"}
 
 
 def gelu(p, x, approximate):
@@ -14,3 +19,39 @@ def gelu(p, x, approximate):
         enqueue.run("activation.cl", "gelu", options, -(-tx.size // 16), tx.buffer, out.buffer,
                    np.uint64(tx.size), local=64)
     return enqueue.result(out, stay)
+
+
+def _unary(name: str, x):
+    tx, stay = enqueue.on_device(x)
+    out = enqueue.empty(tx.shape, tx.dtype, not stay)
+    if tx.size:
+        kind = (f"-DITYPE={_INTEGER[tx.dtype]}",) if tx.dtype in _INTEGER else \
+            enqueue.float_options(tx.dtype) + enqueue.exact_divide_sqrt()
+        per = enqueue.runs_per_item(-(-tx.size // 16))
+        enqueue.run("activation.cl", "unary", kind + (f"-DFN_{name.upper()}=1",), -(-tx.size // (16 * per)),
+                    tx.buffer, out.buffer, np.uint64(tx.size), np.uint64(per), local=enqueue.group_items(per))
+    return enqueue.result(out, stay)
+
+
+def relu(p, x):
+    return _unary("relu", x)
+
+
+def sigmoid(p, x):
+    return _unary("sigmoid", x)
+
+
+def tanh(p, x):
+    return _unary("tanh", x)
+
+
+def exp(p, x):
+    return _unary("exp", x)
+
+
+def sqrt(p, x):
+    return _unary("sqrt", x)
+
+
+def erf(p, x):
+    return _unary("erf", x)

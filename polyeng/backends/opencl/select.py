@@ -10,12 +10,6 @@ from __future__ import annotations
 from . import _enqueue as enqueue, _strided as strided
 
 
-def _strides(shape, out_shape) -> list:
-    """Element strides of a C-ordered ``shape`` against ``out_shape`` (0 where broadcast)."""
-    own = (1,) * (len(out_shape) - len(shape)) + tuple(shape)
-    return [0 if n == 1 else s for n, s in zip(own, strided.contiguous_strides(own))]
-
-
 def select(p, cond, then, else_, auto_broadcast):
     dtype, shape = p.dtype, p.shape
     tc, cond_stays = enqueue.on_device(cond)
@@ -24,7 +18,7 @@ def select(p, cond, then, else_, auto_broadcast):
     stay = cond_stays or then_stays or else_stays
     out = enqueue.empty(shape, dtype, not stay)
     if out.size:
-        lay = strided.layout(shape, [_strides(t.shape, shape) for t in (tc, tt, te)]
+        lay = strided.layout(shape, [strided.broadcast_strides(t.shape, shape) for t in (tc, tt, te)]
                              + [strided.contiguous_strides(shape)])
         wide = lay.unit_width()   # every operand contiguous or broadcast along the width
         items, local = lay.range_and_group(16 if wide else 1)
