@@ -376,3 +376,89 @@ def test_divisor_override_beyond_int64_is_refused(engine):
             pytest.raises(ValueError, match=r"divisor_override=1180591620717411303424: expected an int <= "):
         polyeng.avg_pool2d(x, 2, divisor_override=2 ** 70)
     np.testing.assert_array_equal(on(engine, "avg_pool2d", x, 2, divisor_override=-(2 ** 40)), -(2.0 ** -38))
+
+
+# ---------------------------------------------------------------- elementwise, mean, reshape, embedding
+
+BROADCAST_RULE = r"do not broadcast together \(numpy's rule"
+NOT_BOOL = r"does not take bool operands \(numpy's bool arithmetic is logical, not numeric\)"
+TABLE = np.ones((4, 3), FLOAT32)
+
+
+@pytest.mark.parametrize("call,error,match", [
+    # impossible reshapes name the shape
+    (lambda: polyeng.reshape(np.ones(6), (4, 2)), ValueError,
+     r"^cannot reshape x of shape \(6,\) \(6 elements\) into shape=\(4, 2\) \(8 elements\)"),
+    (lambda: polyeng.reshape(np.ones(6), 7), ValueError, r"^cannot reshape x of shape \(6,\) .* into shape=\(7,\)"),
+    (lambda: polyeng.reshape(np.ones(6), (4, -1)), ValueError, r"into shape=\(4, -1\): the -1 cannot be inferred"),
+    (lambda: polyeng.reshape(np.ones(6), (0, -1)), ValueError, r"into shape=\(0, -1\): the -1 cannot be inferred"),
+    (lambda: polyeng.reshape(np.ones(6), (-1, -1)), ValueError, r"^shape=\(-1, -1\): expected sizes >= 0 and at most one -1"),
+    (lambda: polyeng.reshape(np.ones(6), (-2, -3)), ValueError, r"^shape=\(-2, -3\): expected sizes >= 0"),
+    (lambda: polyeng.reshape(np.ones(6), 6.0), TypeError, r"^shape=6.0: expected an int"),
+    (lambda: polyeng.reshape(np.ones(1), True), TypeError, r"^shape=True: expected an int"),
+    # shapes that do not broadcast name both operands
+    (lambda: polyeng.add(np.ones(3), np.ones(4)), ValueError, rf"^a \(3,\) and b \(4,\) {BROADCAST_RULE}"),
+    (lambda: polyeng.mul(np.ones((2, 3)), np.ones((3, 2))), ValueError, rf"^a \(2, 3\) and b \(3, 2\) {BROADCAST_RULE}"),
+    (lambda: polyeng.div(np.ones((0, 3)), np.ones((2, 1))), ValueError, rf"^a \(0, 3\) and b \(2, 1\) {BROADCAST_RULE}"),
+    (lambda: polyeng.pow(np.ones(3), np.ones(4)), ValueError, rf"^x \(3,\) and exponent \(4,\) {BROADCAST_RULE}"),
+    # integer inputs to the float-only ops
+    (lambda: polyeng.sigmoid(np.ones(3, np.int32)), TypeError, r"^x has dtype int32; sigmoid expects a floating-point"),
+    (lambda: polyeng.tanh(np.ones(3, np.uint8)), TypeError, r"^x has dtype uint8; tanh expects a floating-point"),
+    (lambda: polyeng.exp([1, 2]), TypeError, r"^x has dtype int64; exp expects a floating-point"),
+    (lambda: polyeng.sqrt(np.ones(3, np.int8)), TypeError, r"^x has dtype int8; sqrt expects a floating-point"),
+    (lambda: polyeng.erf(np.ones(3, np.int64)), TypeError, r"^x has dtype int64; erf expects a floating-point"),
+    (lambda: polyeng.mean(np.ones(3, np.int8)), TypeError, r"^x has dtype int8; mean expects a floating-point"),
+    (lambda: polyeng.pow(np.ones(3, np.int32), 2.0), TypeError, r"^x has dtype int32; pow expects floating-point"),
+    (lambda: polyeng.pow(np.ones(3), np.ones(3, np.int64)), TypeError, r"^exponent has dtype int64; pow expects"),
+    # bool arithmetic
+    (lambda: polyeng.add(np.ones(3, bool), np.ones(3, bool)), TypeError, rf"^a has dtype bool; add {NOT_BOOL}"),
+    (lambda: polyeng.sub(np.ones(3), np.ones(3, bool)), TypeError, rf"^b has dtype bool; sub {NOT_BOOL}"),
+    (lambda: polyeng.mul(np.True_, np.ones(3)), TypeError, rf"^a=np.True_; mul {NOT_BOOL}"),
+    (lambda: polyeng.div(np.ones(3), True), TypeError, rf"^b=True; div {NOT_BOOL}"),
+    (lambda: polyeng.pow(np.ones(3), False), TypeError, rf"^exponent=False; pow {NOT_BOOL}"),
+    (lambda: polyeng.relu(np.ones(3, bool)), TypeError, r"^x has dtype bool; relu expects a floating-point or integer"),
+    # ids: integer dtypes only, every id in range, named with its place
+    (lambda: polyeng.embedding(np.array([1.0]), TABLE), TypeError, r"^ids has dtype float64; embedding expects int32 or int64"),
+    (lambda: polyeng.embedding(np.array([1], np.int8), TABLE), TypeError, r"^ids has dtype int8; embedding expects"),
+    (lambda: polyeng.embedding(np.array([True]), TABLE), TypeError, r"^ids has dtype bool; embedding expects"),
+    (lambda: polyeng.embedding(np.array([[0, 5], [1, 2]]), TABLE), ValueError,
+     r"^ids\[0, 1\]=5 is out of range for weight with 4 rows \(expected 0 <= id < 4; 1 of 4 ids are outside\)"),
+    (lambda: polyeng.embedding(np.array([[0, 1], [-1, 9]], np.int32), TABLE), ValueError,
+     r"^ids\[1, 0\]=-1 is out of range for weight with 4 rows \(expected 0 <= id < 4; 2 of 4 ids are outside\)"),
+    (lambda: polyeng.embedding(np.array(4), TABLE), ValueError, r"^ids=4 is out of range for weight with 4 rows"),
+    (lambda: polyeng.embedding(np.array([0]), np.ones((4, 3), np.int32)), TypeError,
+     r"^weight has dtype int32; embedding expects a floating-point"),
+    (lambda: polyeng.embedding(np.array([0]), np.ones(4)), ValueError, r"^weight has shape \(4,\) \(1-D\); embedding expects a 2-D"),
+    # mean: axes in range, distinct, at least one; keepdims a bool
+    (lambda: polyeng.mean(TABLE, 2), ValueError, r"^axis=2 is out of range for an array with 2 dimensions; expected -2 <= axis < 2"),
+    (lambda: polyeng.mean(TABLE, -3), ValueError, r"^axis=-3 is out of range for an array with 2 dimensions"),
+    (lambda: polyeng.mean(TABLE, (0, 5)), ValueError, r"^axis=5 is out of range for an array with 2 dimensions"),
+    (lambda: polyeng.mean(TABLE, (0, 0)), ValueError, r"^axis=\(0, 0\) names an axis twice"),
+    (lambda: polyeng.mean(TABLE, (1, -1)), ValueError, r"^axis=\(1, -1\) names an axis twice"),
+    (lambda: polyeng.mean(TABLE, ()), ValueError, r"^axis=\(\): give axis=None to average over every axis"),
+    (lambda: polyeng.mean(TABLE, 1.0), TypeError, r"^axis=1.0: expected an int"),
+    (lambda: polyeng.mean(TABLE, True), TypeError, r"^axis=True: expected an int"),
+    (lambda: polyeng.mean(TABLE, 0, 1), TypeError, r"^keepdims=1: expected True or False"),
+    (lambda: polyeng.mean(TABLE, 0, None), TypeError, r"^keepdims=None: expected True or False"),
+    (lambda: polyeng.mean(TABLE, keepdims="yes"), TypeError, r"^keepdims='yes': expected True or False"),
+    # weak scalars that do not fit, and values that are no numbers
+    (lambda: polyeng.add(np.ones(2, np.int8), 1000), ValueError, r"^b=1000 does not fit the other operand's dtype int8"),
+    (lambda: polyeng.sub(-1, np.ones(2, np.uint8)), ValueError, r"^a=-1 does not fit the other operand's dtype uint8"),
+    (lambda: polyeng.add(np.ones(2), 1j), TypeError, r"^b=1j: polyeng has no complex dtype"),
+    (lambda: polyeng.mul(np.ones(2), "a"), TypeError, r"^b='a': expected an array or array-like of numbers"),
+])
+def test_bad_arguments_of_the_elementwise_ops_mean_reshape_and_embedding(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+@pytest.mark.uses_ops("add", "mean", "reshape", "embedding")
+def test_bad_arguments_are_refused_before_any_engine_runs(engine):
+    x = np.ones((2, 3), FLOAT32)
+    for call, error in [(lambda: polyeng.add(x, np.ones(2)), ValueError), (lambda: polyeng.mean(x, (1, 1)), ValueError),
+                        (lambda: polyeng.reshape(x, (4, 2)), ValueError),
+                        (lambda: polyeng.embedding(np.array([3]), x), ValueError),
+                        (lambda: polyeng.embedding(np.array([0.0]), x), TypeError)]:
+        with polyeng.compute_eng(engine, fallback=False), pytest.raises(error) as caught:
+            call()
+        assert not isinstance(caught.value, polyeng.EngineError)
