@@ -134,7 +134,7 @@ def measure_case(case, args, kwargs, dtype, engines, torch, repeat, progress=Non
     """One case: warm-up, correctness against BASIC, then ``repeat`` interleaved timed rounds."""
     with polyeng.compute_eng("basic", fallback=False):
         reference = getattr(polyeng, case.op)(*args, **kwargs)
-    nbytes = moved_bytes(args, kwargs, reference)
+    nbytes = moved_bytes(args, kwargs, reference, case)
     runners, errors = _runners(case, args, kwargs, engines, torch)
     results = {}
     for name, run in list(runners.items()):

@@ -19,6 +19,7 @@ class Case:
     op: str        # polyeng op name
     make: Callable  # (rng, dtype, scale) -> (args, kwargs)
     torch: Callable | None = None  # (torch, F, args, kwargs) with args as tensors -> a no-argument call
+    moved: Callable | None = None  # (args, kwargs, result) -> bytes, where not every input byte is read
 
 
 def _batch(n: int, scale: float) -> int:
@@ -93,6 +94,24 @@ CASES = [
     Case("lstm", "lstm", _lstm, _torch_lstm),
     Case("matmul", "matmul", lambda r, d, s: ((_t(r, d, _batch(32, s) * 128, 768), _t(r, d, 768, 768)), {}),
          lambda t, F, a, k: lambda: t.matmul(*a)),
+    Case("add", "add", lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56), _t(r, d, _batch(8, s), 64, 56, 56)), {}),
+         lambda t, F, a, k: lambda: t.add(*a)),
+    Case("mul by channel scale", "mul",
+         lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56), _t(r, d, 1, 64, 1, 1)), {}),
+         lambda t, F, a, k: lambda: t.mul(*a)),
+    Case("relu", "relu", lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56),), {}),
+         lambda t, F, a, k: lambda: F.relu(a[0])),
+    Case("sigmoid", "sigmoid", lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56),), {}),
+         lambda t, F, a, k: lambda: t.sigmoid(a[0])),
+    Case("exp", "exp", lambda r, d, s: ((_t(r, d, _batch(32, s), 512, 768),), {}),
+         lambda t, F, a, k: lambda: t.exp(a[0])),
+    Case("mean axis=-1", "mean", lambda r, d, s: ((_t(r, d, _batch(32, s), 512, 768),), {"axis": -1}),
+         lambda t, F, a, k: lambda: t.mean(a[0], dim=k["axis"])),
+    Case("embedding", "embedding",
+         lambda r, d, s: ((r.integers(0, 30522, (_batch(32, s), 128)), _t(r, d, 30522, 768)), {}),
+         lambda t, F, a, k: lambda: F.embedding(*a),
+         # the ids and the rows they pick are read, not the whole table
+         moved=lambda a, k, result: a[0].nbytes + 2 * result.nbytes),
 ]
 
 
@@ -107,8 +126,11 @@ def _arrays(value):
             yield from _arrays(item)
 
 
-def moved_bytes(args, kwargs, result) -> int:
-    """Bytes a call reads (every input array, weights included) plus bytes it writes (every output)."""
+def moved_bytes(args, kwargs, result, case: Case | None = None) -> int:
+    """Bytes a call reads (every input array, weights included, unless the case says otherwise)
+    plus bytes it writes (every output)."""
+    if case is not None and case.moved is not None:
+        return case.moved(args, kwargs, result)
     return sum(a.nbytes for a in _arrays((args, kwargs))) + sum(a.nbytes for a in _arrays(result))
 
 
