@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from ._broadcast import element_strides, merged_layout
 from ._runtime import jit, launch
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -69,34 +70,6 @@ def _select(cond, then, other, out, shape, strides, rows_per_task):
                 d -= 1
 
 
-def _strides(a, shape):
-    """Element strides of contiguous ``a`` against the broadcast ``shape`` (0 where broadcast)."""
-    own = (1,) * (len(shape) - a.ndim) + a.shape
-    strides, step = [0] * len(shape), 1
-    for d in range(len(shape) - 1, -1, -1):
-        strides[d] = step if own[d] != 1 else 0
-        step *= own[d]
-    return strides
-
-
-def merged_layout(shape, operand_strides):
-    """Drop size-1 axes and merge neighbours that every operand walks as one axis."""
-    axes = [d for d in range(len(shape)) if shape[d] != 1] or [len(shape)]
-    shape = list(shape) + [1]
-    operand_strides = [list(s) + [0] for s in operand_strides]
-    merged_shape, merged = [shape[axes[0]]], [[s[axes[0]]] for s in operand_strides]
-    for d in axes[1:]:
-        if all(m[-1] == s[d] * shape[d] for m, s in zip(merged, operand_strides)):
-            merged_shape[-1] *= shape[d]
-            for m, s in zip(merged, operand_strides):
-                m[-1] = s[d]
-        else:
-            merged_shape.append(shape[d])
-            for m, s in zip(merged, operand_strides):
-                m.append(s[d])
-    return merged_shape, merged
-
-
 def select(p, cond, then, else_, auto_broadcast):
     dtype, shape = p.dtype, p.shape
     out = np.empty(shape, dtype)
@@ -106,7 +79,7 @@ def select(p, cond, then, else_, auto_broadcast):
     operands = [np.ascontiguousarray(cond).view(np.uint8),
                 np.ascontiguousarray(then.astype(dtype, copy=False)).view(bits),
                 np.ascontiguousarray(else_.astype(dtype, copy=False)).view(bits)]
-    merged_shape, strides = merged_layout(shape, [_strides(a, shape) for a in operands])
+    merged_shape, strides = merged_layout(shape, [element_strides(a, shape) for a in operands])
     length = merged_shape[-1]
     launch(_select, out.nbytes, operands[0].reshape(-1), operands[1].reshape(-1), operands[2].reshape(-1),
            out.view(bits).reshape(-1), np.array(merged_shape, np.int64), np.array(strides, np.int64),
