@@ -182,7 +182,7 @@ _EXPM1_BIAS = np.uint32(0x4B400000 - 127)   # bits(t + magic) - _EXPM1_BIAS = n 
 
 
 @register_jitable(inline="always")
-def _exp_nonpositive_f32(x):
+def exp_nonpositive_f32(x):
     """e**x for f32 x <= 0 (or NaN), max 1.01 ulp, subnormal results rounded once: (1 + p) * 2**-64
     is exact and the one multiplication by 2**(n + 64) (normal for n in [-150, 0]) rounds."""
     xc = _EXP_MIN if _EXP_MIN > x else x
@@ -199,7 +199,7 @@ def sigmoid_fast_f32(x):
     # e = exp(-|x|) <= 1 never overflows; e / (1 + e) for x < 0 keeps relative accuracy
     # down to the subnormals
     x = np.float32(x)
-    e = _exp_nonpositive_f32(-abs(x))
+    e = exp_nonpositive_f32(-abs(x))
     return (e if x < _ZERO else _ONE) / (_ONE + e)
 
 

@@ -23,6 +23,7 @@ from llvmlite import ir
 from numba import prange, types
 from numba.extending import intrinsic, overload, register_jitable
 
+from ._mathfn import exp_nonpositive_f32
 from ._runtime import jit, launch, threads_for
 from ._storage import bits_f32, compute_dtype, f32_bits, kernel_view, narrow, widen
 
@@ -40,31 +41,10 @@ def _maxnum(typingctx, a, b):
     return a(a, a), codegen
 
 
-# exp of x <= 0 (x - max is never positive), f32: mathfn.exp_f32's reduction and
-# polynomial without what x <= 0 makes useless. No overflow clamp and no NaN select: the
-# lower clamp max(-104, x) lets NaN through (maxps returns x when unordered), and NaN
-# propagates through the arithmetic. n comes from the round-to-nearest of adding 1.5 * 2**23,
-# whose low mantissa bits are n (no float -> int conversion). The scale is exact down to the
-# subnormals without splitting 2**n in two: (1 + p) * 2**-64 is exact (normal), and the one
-# multiplication by 2**(n + 64) (normal for every n in [-150, 0]) rounds once.
+# exp of x <= 0 (x - max is never positive), f32: mathfn's, without what x <= 0 makes useless
+# (no overflow clamp, no NaN select: NaN propagates through the arithmetic).
 _f = np.float32
-_E2, _E3, _E4, _E5, _E6 = _f(0.49999994), _f(0.16666521), _f(0.04166828), _f(0.0083686905), _f(0.0013819513)
-_LOG2E, _LN2_HI, _LN2_LO = _f(1.442695), _f(0.693359375), _f(-0.00021219444)
-_EXP_MIN = _f(-104.0)
-_MAGIC = _f(12582912.0)                        # 1.5 * 2**23: bits 0x4B400000 hold n + 0
-_BIAS = np.uint32(0x4B400000 - 191)           # bits(t + magic) - _BIAS = n + 127 + 64
-_TINY = _f(2.0 ** -64)
-
-
-@register_jitable(inline="always")
-def _exp_nonpos_f32(x):
-    xc = _EXP_MIN if _EXP_MIN > x else x
-    k = xc * _LOG2E + _MAGIC
-    nf = k - _MAGIC
-    r = (xc - nf * _LN2_HI) - nf * _LN2_LO
-    p = r + (r * r) * ((((_E6 * r + _E5) * r + _E4) * r + _E3) * r + _E2)
-    scale = bits_f32(np.uint32((f32_bits(k) - _BIAS) << np.uint32(23)))
-    return (p * _TINY + _TINY) * scale
+_LN2_HI, _LN2_LO = _f(0.693359375), _f(-0.00021219444)
 
 
 def _exp_nonpos(x):
@@ -74,7 +54,7 @@ def _exp_nonpos(x):
 @overload(_exp_nonpos, inline="always")
 def _exp_nonpos_typer(x):
     if x == types.float32:
-        return _exp_nonpos_f32
+        return exp_nonpositive_f32
     if x == types.float64:
         return lambda x: math.exp(x)
 
