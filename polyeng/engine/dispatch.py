@@ -13,7 +13,7 @@ import numpy as np
 
 from . import dtypes as dt
 from . import fpmath, mixed_precision, verbose
-from . import plan_cache
+from . import plan_cache, trace_hook
 from .call import Call, OpSpec, map_arrays, op_spec, tensors_of
 from .plan_cache import Plan
 from .errors import EngineError, FallbackWarning, warn_once
@@ -100,6 +100,10 @@ _UNPROBED = object()
 
 def run(spec: OpSpec, **kwargs):
     """Run one op call; what every public op function calls."""
+    if trace_hook.active:
+        tracer = trace_hook.current.get()
+        if tracer is not None:
+            return tracer.record(spec, kwargs)
     reg = registry()   # one snapshot per call, even if a plugin registers meanwhile
     args = spec.validate(**kwargs)
     plan = plan_for(spec, args, reg)

@@ -1,0 +1,8 @@
+"""Graphs: functions traced into nodes of polyeng ops, run node by node through the selector,
+converted to mixed precision ahead of time (``polyeng.amp``), saved and loaded (SPEC §6)."""
+from .graph import Graph
+from .ir import Node, Value
+from .serialize import load
+from .tracer import trace
+
+__all__ = ["Graph", "Node", "Value", "load", "trace"]

@@ -1,0 +1,144 @@
+"""``Graph``: a traced function that can be called, inspected, explained, converted and saved."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import dtypes as dt
+from ..engine.plugins import registry
+from .ir import Ref, Value, fill, type_text, walk
+
+
+class Graph:
+    """A function recorded as nodes of polyeng ops (see ``polyeng.graph.trace``).
+
+    ``graph(*inputs)`` runs it and returns the structure ``fn`` returned. Inputs must have the
+    example's dtypes and shapes, except the leading (batch) dimension, which may differ.
+    """
+
+    def __init__(self, *, inputs, input_structure, input_names, nodes, constants, output_structure, types,
+                 fn_name="graph"):
+        self._inputs = list(inputs)
+        self._input_structure = input_structure     # (args template, kwargs template) with Refs
+        self._input_names = list(input_names)
+        self._nodes = list(nodes)
+        self._constants = dict(constants)
+        self._output_structure = output_structure
+        self._types = dict(types)                   # value name -> (dtype, shape)
+        self.name = fn_name
+        self._program = None
+
+    # --- what it is ------------------------------------------------------------------------------
+    @property
+    def inputs(self) -> list:
+        return list(self._inputs)
+
+    @property
+    def outputs(self) -> list:
+        found = []
+        walk(self._output_structure, lambda r: found.append(Value(r.name, *self._types[r.name])))
+        return found
+
+    @property
+    def nodes(self) -> list:
+        return list(self._nodes)
+
+    @property
+    def constants(self) -> dict:
+        return dict(self._constants)
+
+    def value_type(self, name: str) -> tuple:
+        """``(dtype, shape)`` of a value (input, constant or node output) as traced."""
+        return self._types[name]
+
+    def __repr__(self) -> str:
+        return (f"<Graph {self.name}: {len(self._inputs)} inputs, {len(self._nodes)} nodes, "
+                f"{len(self._constants)} constants>")
+
+    def __str__(self) -> str:
+        from .printing import table
+        return table(self)
+
+    # --- running ---------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        values = self._bind(args, kwargs)
+        program = self._compiled()
+        env = program.run(values)
+        slot = program.slot
+
+        def output(name):
+            if name in self._constants:
+                return self._constants[name].copy()
+            return env[slot[name]]
+        return fill(self._output_structure, output)
+
+    def explain(self, *args, **kwargs):
+        """Each node's decision for these inputs (nodes run, one by one, to give the next their inputs)."""
+        from .explain import explain_graph
+        return explain_graph(self, self._bind(args, kwargs))
+
+    def _compiled(self):
+        if self._program is None:
+            from .runner import Program
+            self._program = Program(self)
+        return self._program
+
+    def _bind(self, args, kwargs) -> list:
+        """The call's input arrays in ``inputs`` order; ValueError naming an input that differs from
+        the example in anything but its leading dimension."""
+        arg_template, kwarg_template = self._input_structure
+        if len(args) != len(arg_template):
+            raise TypeError(f"{self.name}() takes {len(arg_template)} positional inputs "
+                            f"({', '.join(self._input_names)}); got {len(args)}")
+        if set(kwargs) != set(kwarg_template):
+            raise TypeError(f"{self.name}() takes keyword inputs {sorted(kwarg_template)}; got {sorted(kwargs)}")
+        found = {}
+        for i, (template, value) in enumerate(zip(arg_template, args)):
+            self._match(template, value, self._input_names[i], found)
+        for name, template in kwarg_template.items():
+            self._match(template, kwargs[name], name, found)
+        return [found[v.name] for v in self._inputs]
+
+    def _match(self, template, value, where, found):
+        if type(template) is Ref:
+            found[template.name] = self._checked_input(template.name, value, where)
+        elif isinstance(template, (list, tuple)):
+            if not isinstance(value, (list, tuple)) or len(value) != len(template):
+                raise ValueError(f"input {where}: expected a {type(template).__name__} of {len(template)} items")
+            for i, (t, v) in enumerate(zip(template, value)):
+                self._match(t, v, f"{where}[{i}]", found)
+        elif isinstance(template, dict):
+            if not isinstance(value, dict) or set(value) != set(template):
+                raise ValueError(f"input {where}: expected a dict with keys {sorted(template)}")
+            for k, t in template.items():
+                self._match(t, value[k], f"{where}.{k}", found)
+        elif not _same(template, value):
+            raise ValueError(f"input {where}={value!r}: the graph was traced with {template!r}, a fixed value")
+
+    def _checked_input(self, name, value, where):
+        dtype, shape = self._types[name]
+        if not (isinstance(value, np.ndarray) or isinstance(value, registry().native_types() or ())):
+            value = np.asarray(value)
+        got_dtype, got_shape = np.dtype(value.dtype), tuple(value.shape)
+        if got_dtype != dtype:
+            raise ValueError(f"input {where} has dtype {got_dtype.name}; the graph was traced with "
+                             f"{dt.short_name(dtype)} (convert it, or trace again)")
+        if len(got_shape) != len(shape) or got_shape[1:] != shape[1:]:
+            raise ValueError(f"input {where} has shape {got_shape}; the graph was traced with {shape} "
+                             f"(only the leading dimension may differ)")
+        return value
+
+    # --- saving ----------------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the graph with its constants to ``path`` (see ``polyeng.graph.load``)."""
+        from .serialize import save
+        save(self, path)
+
+    def type_text(self, name: str) -> str:
+        return type_text(*self._types[name])
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:
+        return a is b

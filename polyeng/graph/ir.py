@@ -1,0 +1,131 @@
+"""What a graph is made of: values, nodes that compute them, and the structures of inputs and outputs.
+
+A value has a name, a dtype and a shape (those seen when the graph was traced). It is a graph
+input, a constant, or an output of exactly one node. A node's ``args`` are the keyword arguments
+of its op, with a :class:`Ref` where a value goes; everything else in them is an attribute.
+Nodes are kept in an order in which every node comes after the nodes it reads from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..engine import dtypes as dt
+
+
+class Ref:
+    """A value, by name, inside a node's arguments or a graph's input/output structure."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, other):
+        return type(other) is Ref and other.name == self.name
+
+    def __hash__(self):
+        return hash(("Ref", self.name))
+
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
+
+@dataclass(frozen=True)
+class Value:
+    """A graph input or output as the graph was traced: name, dtype and shape."""
+    name: str
+    dtype: np.dtype
+    shape: tuple
+
+    def __repr__(self) -> str:
+        return f"Value({self.name}: {dt.short_name(self.dtype)}{list(self.shape)})"
+
+
+@dataclass
+class AmpInfo:
+    """What the mixed precision pass decided for a node and why."""
+    category: str               # "allow", "follow", "deny", or "cast" for casts the pass inserted
+    why: str
+    accumulation: str = "float32"
+    mixed: bool = False         # whether the node computes on mixed precision inputs
+
+
+@dataclass
+class Node:
+    """One op call: ``op`` is a polyeng op name, or ``np.<name>`` for a numpy operation the
+    tracer recorded (indexing, transposition, astype to a non-float type, negation)."""
+    name: str
+    op: str
+    args: dict
+    outputs: list                  # value names, in the order ``out`` numbers them
+    out: object                    # the result's structure: int leaves index ``outputs``
+    types: list                    # (dtype, shape) per output
+    meta: dict = field(default_factory=dict)
+    amp: AmpInfo | None = None
+
+    @property
+    def inputs(self) -> list:
+        """Names of the values this node reads, in argument order (repeats kept)."""
+        found = []
+        walk(self.args, lambda r: found.append(r.name))
+        return found
+
+    @property
+    def attrs(self) -> dict:
+        """The arguments that are not values."""
+        return {k: v for k, v in self.args.items() if not contains_ref(v)}
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.types[0][0]
+
+    @property
+    def shape(self) -> tuple:
+        return self.types[0][1]
+
+    @property
+    def is_numpy(self) -> bool:
+        return self.op.startswith("np.")
+
+    def __repr__(self) -> str:
+        return f"Node({self.name}: {self.op}({', '.join(self.inputs)}) -> {', '.join(self.outputs)})"
+
+
+def walk(template, fn) -> None:
+    """Call ``fn`` on every Ref inside nested lists, tuples and dicts."""
+    if type(template) is Ref:
+        fn(template)
+    elif isinstance(template, (list, tuple)):
+        for item in template:
+            walk(item, fn)
+    elif isinstance(template, dict):
+        for item in template.values():
+            walk(item, fn)
+
+
+def contains_ref(template) -> bool:
+    found = []
+    walk(template, found.append)
+    return bool(found)
+
+
+def fill(template, lookup):
+    """``template`` with every Ref replaced by ``lookup(name)``."""
+    if type(template) is Ref:
+        return lookup(template.name)
+    if isinstance(template, (list, tuple)):
+        return type(template)(fill(item, lookup) for item in template)
+    if isinstance(template, dict):
+        return {k: fill(v, lookup) for k, v in template.items()}
+    return template
+
+
+def rename(template, mapping: dict):
+    """``template`` with Refs renamed through ``mapping`` (names not in it kept)."""
+    return fill(template, lambda name: Ref(mapping.get(name, name)))
+
+
+def type_text(dtype, shape) -> str:
+    return f"{dt.short_name(np.dtype(dtype))}{list(shape)}"

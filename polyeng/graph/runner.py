@@ -1,0 +1,341 @@
+"""Running a graph: every node through the selector, with a plan per input signature.
+
+The first run of a graph for a given signature of its inputs (dtypes, shapes, strides, device)
+and given scopes (engine, fp math mode, registry) validates each node's arguments and asks the
+selector for its plan, exactly as a direct op call does. When the chosen kernel can take the
+validated arguments as they are (no conversion, no transfer, validation returned the very
+arrays it was given), the node's kernel, prepared facts and validated attributes are kept,
+and later runs with the same signature call the kernel directly: no validation, no plan look-up.
+Every intermediate value's signature follows from the inputs', so it is the same on every run
+of the plan. A kernel that fails falls back through the ordinary op call (``FallbackWarning``,
+``EngineError``), and the plan is dropped so the next run plans again.
+
+Verbose runs, runs under a user mixed precision rule and runs with device tensors of another
+engine than the chosen kernel's take the ordinary op call for every node.
+"""
+from __future__ import annotations
+
+import contextvars
+import threading
+
+import numpy as np
+
+from ..engine import dispatch, mixed_precision, verbose
+from ..engine import fpmath
+from ..engine.call import op_spec
+from ..engine.plan_cache import _Uncacheable, _signature
+from ..engine.plugins import registry
+from ..engine.settings import current_scope
+from .ir import Ref, fill
+from .numpy_nodes import RUN as NUMPY_RUN
+
+MAX_PLANS = 64
+
+
+class _Step:
+    """A node compiled against the graph's value slots."""
+
+    __slots__ = ("node", "spec", "numpy", "fixed", "simple", "nested", "out_slots", "out", "batch_relative")
+
+    def __init__(self, node, slot):
+        self.node = node
+        self.numpy = NUMPY_RUN.get(node.op)
+        self.spec = None if self.numpy else op_spec(node.op, "node op")
+        self.fixed, self.simple, self.nested = _split(node.args, slot)
+        self.out_slots = [slot[name] for name in node.outputs]
+        self.out = node.out
+        self.batch_relative = bool(node.meta.get("batch_relative"))
+
+    def kwargs(self, env) -> dict:
+        kwargs = dict(self.fixed)
+        for name, s in self.simple:
+            kwargs[name] = env[s]
+        for name, template in self.nested:
+            kwargs[name] = _fill_slots(template, env)
+        if self.batch_relative:
+            shape = kwargs["shape"]
+            rest = tuple(shape[1:]) if isinstance(shape, (tuple, list)) else ()
+            kwargs["shape"] = (kwargs["x"].shape[0],) + rest
+        return kwargs
+
+    def store(self, result, env) -> None:
+        if len(self.out_slots) == 1 and self.out == 0:
+            env[self.out_slots[0]] = result
+            return
+        leaves = []
+
+        def collect(index, value):
+            if isinstance(index, int) and not isinstance(index, bool):
+                leaves.append((index, value))
+            elif isinstance(index, (list, tuple)):
+                for i, v in zip(index, value):
+                    collect(i, v)
+        collect(self.out, result)
+        for index, value in leaves:
+            env[self.out_slots[index]] = value
+
+
+class _Fast:
+    """A node's kernel with what it needs, for calls with the signature it was planned for."""
+
+    __slots__ = ("fn", "prepared", "takes_prepared", "fixed", "simple", "nested", "dtype", "shape")
+
+    def __init__(self, kernel, prepared, args: dict, slot_of_id: dict, fixed_names):
+        self.fn, self.prepared, self.takes_prepared = kernel.fn, prepared, kernel.prepared
+        self.dtype, self.shape = prepared.dtype, prepared.shape
+        self.fixed, self.simple, self.nested = {}, [], []
+        for name, value in args.items():
+            if name in fixed_names:   # made from attributes only: the same on every run
+                self.fixed[name] = value
+                continue
+            template = _slotted(value, slot_of_id)
+            if type(template) is _Slot:
+                self.simple.append((name, template.index))
+            elif _has_slot(template):
+                self.nested.append((name, template))
+            else:
+                self.fixed[name] = value
+
+    def __call__(self, env):
+        kwargs = dict(self.fixed)
+        for name, s in self.simple:
+            kwargs[name] = env[s]
+        for name, template in self.nested:
+            kwargs[name] = _fill_slots(template, env)
+        result = self.fn(self.prepared, **kwargs) if self.takes_prepared else self.fn(**kwargs)
+        if type(result) is not np.ndarray or result.dtype != self.dtype or result.shape != self.shape:
+            result = dispatch._checked_result(result, self.prepared)
+        return result
+
+
+class Program:
+    """A graph compiled to value slots, with its plans by input signature."""
+
+    def __init__(self, graph):
+        names = [v.name for v in graph.inputs] + list(graph.constants)
+        for node in graph.nodes:
+            names.extend(node.outputs)
+        self.slot = {name: i for i, name in enumerate(names)}
+        self.size = len(names)
+        self.input_slots = [self.slot[v.name] for v in graph.inputs]
+        self.constants = [(self.slot[name], array) for name, array in graph.constants.items()]
+        self.steps = [_Step(node, self.slot) for node in graph.nodes]
+        self.plans: dict = {}
+        self.device_constants: dict = {}   # engine -> [(slot, device tensor)]
+        self._lock = threading.Lock()
+
+    # --- one run ---------------------------------------------------------------------------------
+    def run(self, inputs: list) -> list:
+        """The value environment after running every node on ``inputs`` (in graph.inputs order)."""
+        return contextvars.copy_context().run(self._run, inputs)
+
+    def _run(self, inputs):
+        dispatch_quiet()
+        reg = registry()
+        env = [None] * self.size
+        engine = _device_engine(inputs, reg)
+        for s, array in (self._device_constants(engine, reg) if engine else self.constants):
+            env[s] = array
+        for s, value in zip(self.input_slots, inputs):
+            env[s] = value
+        key = self._key(inputs, reg, engine)
+        plan = self.plans.get(key) if key is not None else None
+        if plan is not None:
+            return self._run_planned(plan, env, key)
+        plan, slow_only = [], key is None or verbose.level() > 0
+        for step in self.steps:
+            plan.append(self._run_first(step, env, reg, slow_only))
+        if not slow_only:
+            with self._lock:
+                if len(self.plans) >= MAX_PLANS:
+                    self.plans.clear()
+                self.plans[key] = plan
+        return env
+
+    def _run_planned(self, plan, env, key):
+        for step, fast in zip(self.steps, plan):
+            if fast is None:
+                step.store(self._slow(step, env), env)
+                continue
+            try:
+                result = fast(env)
+            except MemoryError:
+                raise
+            except Exception:   # the ordinary call falls back (or raises) as a direct call would
+                self.plans.pop(key, None)
+                result = self._slow(step, env)
+            step.store(result, env)
+        return env
+
+    def _run_first(self, step, env, reg, slow_only):
+        """Run a node the ordinary way and return its fast entry (None when it has none)."""
+        kwargs = step.kwargs(env)
+        if step.numpy is not None:
+            step.store(step.numpy(**kwargs), env)
+            return None
+        if slow_only:
+            step.store(dispatch.run(step.spec, **kwargs), env)
+            return None
+        args = step.spec.validate(**kwargs)
+        plan = dispatch.plan_for(step.spec, args, reg)
+        first = plan.first
+        fast = None
+        if not (first.to_host or first.convert):
+            slot_of_id = {}
+            for name, s in step.simple:
+                slot_of_id.setdefault(id(env[s]), s)
+            for name, template in step.nested:
+                _collect_ids(template, env, slot_of_id)
+            if _arrays_are_inputs(args, slot_of_id, step.fixed):
+                fast = _Fast(first.kernel, plan.prepared, args, slot_of_id, step.fixed)
+        if fast is None:
+            step.store(dispatch.run(step.spec, **kwargs), env)
+            return None
+        try:
+            step.store(fast(env), env)
+        except MemoryError:
+            raise
+        except Exception:
+            step.store(dispatch.run(step.spec, **kwargs), env)
+            return None
+        return fast
+
+    def _slow(self, step, env):
+        kwargs = step.kwargs(env)
+        return step.numpy(**kwargs) if step.numpy is not None else dispatch.run(step.spec, **kwargs)
+
+    # --- keys and devices ------------------------------------------------------------------------
+    def _key(self, inputs, reg, engine):
+        if mixed_precision.override.get() or any(mixed_precision.user_rules.values()):
+            return None
+        try:
+            signature = tuple(_signature(v) for v in inputs)
+        except _Uncacheable:
+            return None
+        return (signature, fpmath.get_fp_math_mode(), current_scope(), id(reg), engine)
+
+    def _device_constants(self, engine, reg):
+        found = self.device_constants.get(engine)
+        if found is None:
+            from ..engine.api import to_device
+            found = []
+            for s, array in self.constants:
+                try:
+                    found.append((s, to_device(array, engine)))
+                except Exception:   # a dtype or size the device does not take stays on the host
+                    found.append((s, array))
+            self.device_constants[engine] = found
+        return found
+
+
+def dispatch_quiet():
+    """numpy's floating-point warnings off for this run's context (IEEE results are the defined
+    outcome, as in ``dispatch._call_quietly``)."""
+    if dispatch._error_state is not None:
+        dispatch._error_state.set(dispatch._IGNORE_ALL)
+    else:
+        np.seterr(all="ignore")
+
+
+def _device_engine(inputs, reg):
+    if not reg.native_types():
+        return None
+    for value in inputs:
+        owner = reg.owner_of(value)
+        if owner is not None:
+            return owner.name
+    return None
+
+
+class _Slot:
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+
+def _split(args: dict, slot: dict):
+    fixed, simple, nested = {}, [], []
+    for name, value in args.items():
+        if type(value) is Ref:
+            simple.append((name, slot[value.name]))
+        elif _has_ref(value):
+            nested.append((name, fill(value, lambda n: _Slot(slot[n]))))
+        else:
+            fixed[name] = value
+    return fixed, simple, nested
+
+
+def _has_ref(value) -> bool:
+    if type(value) is Ref:
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_ref(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_ref(v) for v in value.values())
+    return False
+
+
+def _has_slot(value) -> bool:
+    if type(value) is _Slot:
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_slot(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_slot(v) for v in value.values())
+    return False
+
+
+def _fill_slots(template, env):
+    if type(template) is _Slot:
+        return env[template.index]
+    if isinstance(template, (list, tuple)):
+        return type(template)(_fill_slots(v, env) for v in template)
+    if isinstance(template, dict):
+        return {k: _fill_slots(v, env) for k, v in template.items()}
+    return template
+
+
+def _collect_ids(template, env, found):
+    if type(template) is _Slot:
+        found.setdefault(id(env[template.index]), template.index)
+    elif isinstance(template, (list, tuple)):
+        for v in template:
+            _collect_ids(v, env, found)
+    elif isinstance(template, dict):
+        for v in template.values():
+            _collect_ids(v, env, found)
+
+
+def _is_tensor(value) -> bool:
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _slotted(value, slot_of_id):
+    """A validated argument with the arrays it shares with the node's inputs as slots."""
+    if _is_tensor(value):
+        s = slot_of_id.get(id(value))
+        return _Slot(s) if s is not None else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_slotted(v, slot_of_id) for v in value)
+    return value
+
+
+def _arrays_are_inputs(args: dict, slot_of_id: dict, fixed_names) -> bool:
+    """Whether every array in the validated arguments made from the node's values is one of
+    those values (not a copy or conversion validation made, which a fast call would have to make
+    again). Arguments made from attributes only (a Python scalar turned into an array) are the
+    same on every run."""
+    ok = [True]
+
+    def check(value):
+        if _is_tensor(value):
+            if id(value) not in slot_of_id:
+                ok[0] = False
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                check(v)
+    for name, value in args.items():
+        if name not in fixed_names:
+            check(value)
+    return ok[0]

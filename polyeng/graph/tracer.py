@@ -1,0 +1,314 @@
+"""``trace(fn, *example_inputs)``: run ``fn`` once on traced values and record what it computes.
+
+Every polyeng op call whose arguments include a traced value becomes a node; a call whose
+arguments are all constants runs at once and its result is a constant (so subgraphs of
+constants are folded while tracing). Arrays ``fn`` reaches that are not derived from its inputs
+(weights it closes over, folded results) become the graph's constants, named after the
+variable, dict key or attribute they were found under when there is one.
+"""
+from __future__ import annotations
+
+import inspect
+import itertools
+
+import numpy as np
+
+from ..engine import trace_hook
+from ..engine.plugins import registry
+from .ir import Node, Ref, Value
+from .traced import Traced
+
+
+def _is_array(value) -> bool:
+    if isinstance(value, (np.ndarray, np.generic)):
+        return True
+    return isinstance(value, registry().native_types()) if registry().native_types() else False
+
+
+class Tracer:
+    def __init__(self, fn):
+        self.nodes: list[Node] = []
+        self.constants: dict[str, np.ndarray] = {}
+        self.types: dict[str, tuple] = {}          # value name -> (dtype, shape)
+        self._by_id: dict[int, tuple] = {}         # id(array) -> (array kept alive, constant name)
+        self._counters = {}
+        self._known_names = _names_reachable_from(fn)
+
+    # --- values ------------------------------------------------------------------------------
+    def _fresh(self, prefix: str) -> str:
+        counter = self._counters.setdefault(prefix, itertools.count())
+        return f"{prefix}{next(counter)}"
+
+    def new_value(self, value, name: str | None = None) -> Traced:
+        name = name or self._fresh("v")
+        self.types[name] = (np.dtype(value.dtype), tuple(value.shape))
+        return Traced(self, name, value)
+
+    def constant(self, array) -> Ref:
+        """The constant holding ``array`` (one per array object: the same weight used twice is one)."""
+        known = self._by_id.get(id(array))
+        if known is not None:
+            return Ref(known[1])
+        from ..engine.api import to_numpy
+        host = to_numpy(array)
+        stored = np.array(host, copy=True)   # later changes to the caller's array do not reach the graph
+        stored.flags.writeable = False
+        name = self._known_names.get(id(array)) or self._fresh("c")
+        while name in self.types:
+            name += "'"
+        self.constants[name] = stored
+        self.types[name] = (stored.dtype, stored.shape)
+        self._by_id[id(array)] = (array, name)
+        return Ref(name)
+
+    def _template(self, value):
+        """``value`` with traced values and arrays replaced by Refs (arrays become constants)."""
+        if isinstance(value, Traced):
+            if value.tracer is not self:
+                raise ValueError(f"traced value %{value.name} belongs to another trace")
+            return Ref(value.name)
+        if _is_array(value):
+            return self.constant(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._template(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self._template(v) for k, v in value.items()}
+        return value
+
+    def concrete(self, template):
+        from .ir import fill
+        return fill(template, self._concrete_value)
+
+    def _concrete_value(self, name):
+        return self.constants[name] if name in self.constants else self._values[name]
+
+    # --- recording --------------------------------------------------------------------------------
+    def record(self, spec, kwargs: dict):
+        """An op call made while tracing: run it, and record it when it reads a traced value."""
+        if not _has_traced(kwargs):
+            return self._run_untraced(spec, kwargs)   # constants only: folded now
+        args = self._template(kwargs)
+        result = self._run_untraced(spec, self._unwrapped(kwargs))
+        meta = {}
+        if spec.name == "reshape":
+            meta = _batch_relative(kwargs)
+        return self._add_node(spec.name, args, result, meta)
+
+    def numpy_node(self, op: str, **kwargs):
+        from .numpy_nodes import RUN
+        args = self._template(kwargs)
+        result = RUN[op](**self._unwrapped(kwargs))
+        return self._add_node(op, args, result, {})
+
+    def index_key(self, key):
+        """An indexing key as recorded: Python ints, slices, None and Ellipsis as they are; arrays
+        (index arrays, masks) as constants or traced values."""
+        if isinstance(key, tuple):
+            return tuple(self.index_key(k) for k in key)
+        if isinstance(key, list):
+            key = np.asarray(key)
+        if isinstance(key, slice):
+            return slice(*(None if v is None else _index_int(v) for v in (key.start, key.stop, key.step)))
+        if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+            return int(key)
+        return key
+
+    def _add_node(self, op: str, args, result, meta) -> object:
+        leaves = []
+
+        def number(value):
+            if _is_array(value):
+                leaves.append(value)
+                return len(leaves) - 1
+            if isinstance(value, (list, tuple)):
+                return type(value)(number(v) for v in value)
+            return value
+        out = number(result)
+        traced = [self.new_value(v) for v in leaves]
+        node = Node(name=self._fresh("n"), op=op, args=args, outputs=[t.name for t in traced], out=out,
+                    types=[self.types[t.name] for t in traced], meta=meta)
+        self.nodes.append(node)
+        for t in traced:
+            self._values[t.name] = t.value
+
+        def wrap(index):
+            if isinstance(index, int) and not isinstance(index, bool):
+                return traced[index]
+            if isinstance(index, (list, tuple)):
+                return type(index)(wrap(i) for i in index)
+            return index
+        return wrap(out)
+
+    def _unwrapped(self, kwargs):
+        def unwrap(value):
+            if isinstance(value, Traced):
+                return value.value
+            if isinstance(value, (list, tuple)):
+                return type(value)(unwrap(v) for v in value)
+            if isinstance(value, dict):
+                return {k: unwrap(v) for k, v in value.items()}
+            return value
+        return unwrap(kwargs)
+
+    @staticmethod
+    def _run_untraced(spec, kwargs):
+        from ..engine.dispatch import run
+        token = trace_hook.current.set(None)
+        try:
+            return run(spec, **kwargs)
+        finally:
+            trace_hook.current.reset(token)
+
+    _values: dict
+
+
+def _index_int(v):
+    if isinstance(v, Traced):
+        v._refuse("use as a slice bound")
+    return int(v)
+
+
+def _has_traced(value) -> bool:
+    if isinstance(value, Traced):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_traced(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_traced(v) for v in value.values())
+    return False
+
+
+def _batch_relative(kwargs) -> dict:
+    """A reshape whose target starts with its input's leading dimension keeps that dimension
+    relative: run on another batch size, the target's first entry follows the input's."""
+    x, shape = kwargs.get("x"), kwargs.get("shape")
+    if not isinstance(x, Traced) or not x.shape:
+        return {}
+    first = shape[0] if isinstance(shape, (tuple, list)) and len(shape) else shape
+    try:
+        first = int(first)
+    except (TypeError, ValueError):
+        return {}
+    return {"batch_relative": True} if first == x.shape[0] and first != -1 else {}
+
+
+def _names_reachable_from(fn) -> dict:
+    """id(array) -> a readable name for arrays ``fn`` reaches: closure variables, globals it names,
+    defaults, attributes of the function and of a bound method's object (dict keys, list items
+    and object attributes one or two levels down)."""
+    names: dict[int, str] = {}
+
+    def visit(obj, name, depth):
+        if isinstance(obj, np.ndarray):
+            names.setdefault(id(obj), name)
+        elif depth >= 3 or isinstance(obj, (str, bytes, type)) or inspect.ismodule(obj) or callable(obj):
+            return
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                if isinstance(k, (str, int)):
+                    visit(v, f"{name}.{k}" if name else str(k), depth + 1)
+        elif isinstance(obj, (list, tuple)):
+            for i, v in enumerate(obj):
+                visit(v, f"{name}[{i}]", depth + 1)
+        elif hasattr(obj, "__dict__") and depth < 2:
+            for k, v in vars(obj).items():
+                visit(v, f"{name}.{k}", depth + 1)
+
+    target = getattr(fn, "__func__", fn)
+    code = getattr(target, "__code__", None)
+    if getattr(fn, "__self__", None) is not None:
+        visit(fn.__self__, "self", 0)
+    for k, v in getattr(target, "__dict__", {}).items():
+        visit(v, k, 1)
+    if code is not None:
+        for name, cell in zip(code.co_freevars, target.__closure__ or ()):
+            try:
+                visit(cell.cell_contents, name, 0)
+            except ValueError:   # an empty cell
+                pass
+        glob = getattr(target, "__globals__", {})
+        for name in code.co_names:
+            if name in glob:
+                visit(glob[name], name, 0)
+    return names
+
+
+def trace(fn, *example_inputs, **example_kwargs):
+    """Run ``fn(*example_inputs, **example_kwargs)`` once and return the :class:`Graph` of what it
+    computes (SPEC §6). Arrays among the inputs (nested in lists, tuples and dicts too) are the
+    graph's inputs; other input values are fixed at their example values."""
+    from .graph import Graph
+    if not callable(fn):
+        raise TypeError(f"fn={fn!r} is not callable")
+    tracer = Tracer(fn)
+    tracer._values = {}
+    names = _input_names(fn, example_inputs, example_kwargs)
+    inputs: list[Value] = []
+
+    def as_input(value, name):
+        if isinstance(value, Traced):
+            raise TypeError(f"input {name} is a traced value; trace a function of plain arrays")
+        if _is_array(value):
+            traced = tracer.new_value(value, _unique(name, tracer.types))
+            tracer._values[traced.name] = value
+            inputs.append(Value(traced.name, traced.dtype, traced.shape))
+            return traced
+        if isinstance(value, (list, tuple)):
+            return type(value)(as_input(v, f"{name}[{i}]") for i, v in enumerate(value))
+        if isinstance(value, dict):
+            return {k: as_input(v, f"{name}.{k}") for k, v in value.items()}
+        return value
+    traced_args = [as_input(v, names[i]) for i, v in enumerate(example_inputs)]
+    traced_kwargs = {k: as_input(v, k) for k, v in example_kwargs.items()}
+    if not inputs:
+        raise ValueError("trace() needs at least one array among the example inputs")
+
+    def template(value):
+        return Ref(value.name) if isinstance(value, Traced) else value
+    input_structure = (tuple(_map_traced(a, template) for a in traced_args),
+                       {k: _map_traced(v, template) for k, v in traced_kwargs.items()})
+    token = trace_hook.current.set(tracer)
+    trace_hook.active += 1
+    try:
+        result = fn(*traced_args, **traced_kwargs)
+    finally:
+        trace_hook.active -= 1
+        trace_hook.current.reset(token)
+    output_structure = tracer._template(result)
+    return Graph(inputs=inputs, input_structure=input_structure, input_names=names[:len(example_inputs)],
+                 nodes=tracer.nodes, constants=tracer.constants, output_structure=output_structure,
+                 types=tracer.types, fn_name=getattr(fn, "__name__", "graph"))
+
+
+def _map_traced(value, fn):
+    if isinstance(value, Traced):
+        return fn(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_traced(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: _map_traced(v, fn) for k, v in value.items()}
+    return value
+
+
+def _unique(name: str, taken) -> str:
+    name = "".join(c if c.isalnum() or c in "_.[]" else "_" for c in name) or "input"
+    while name in taken:
+        name += "'"
+    return name
+
+
+def _input_names(fn, args, kwargs) -> list:
+    """The parameter name of each positional example input (``arg0``... where unknown)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for i in range(len(args)):
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY, params[i].POSITIONAL_OR_KEYWORD):
+            names.append(params[i].name)
+        elif params and params[min(i, len(params) - 1)].kind == params[0].VAR_POSITIONAL:
+            names.append(f"{params[min(i, len(params) - 1)].name}[{i}]")
+        else:
+            names.append(f"arg{i}")
+    return names
