@@ -197,3 +197,25 @@ def test_tensor_transpose_reverses_the_axes_as_a_device_copy(shape):
     assert (y is t) == (len(shape) < 2)
     if len(shape) >= 2:
         assert y.buffer is not t.buffer
+
+
+@pytest.mark.parametrize("key", [0, -1, 2, slice(1, 3), slice(None), (1, slice(None)), slice(2, 2)])
+def test_device_rows_are_copied_on_the_device(key):
+    x = np.arange(4 * 3 * 5, dtype=np.float32).reshape(4, 3, 5)
+    t = polyeng.to_device(x, "opencl")
+    got = t[key]
+    assert type(got) is type(t)
+    np.testing.assert_array_equal(polyeng.to_numpy(got), x[key])
+
+
+@pytest.mark.parametrize("key", [(slice(None), 1), slice(0, 4, 2), np.array([0, 2])])
+def test_device_indexing_beyond_rows_is_not_implemented(key):
+    t = polyeng.to_device(np.zeros((4, 3), np.float32), "opencl")
+    with pytest.raises(NotImplementedError):
+        t[key]
+
+
+def test_device_row_index_out_of_range_names_it():
+    t = polyeng.to_device(np.zeros((4, 3), np.float32), "opencl")
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        t[4]

@@ -19,10 +19,18 @@ def _host(x):
 
 
 def getitem(x, key):
+    if not isinstance(x, (np.ndarray, np.generic)) and hasattr(x, "__getitem__"):
+        try:   # device tensors take rows of their leading axis on the device
+            return x[key]
+        except NotImplementedError:
+            pass
     return _host(x)[key]
 
 
 def transpose(x, axes):
+    if not isinstance(x, (np.ndarray, np.generic)) and len(x.shape) > 1:
+        from ..ops import permute_contiguous   # a device copy on the tensor's engine (layout step)
+        return permute_contiguous(x, tuple(range(len(x.shape) - 1, -1, -1)) if axes is None else axes)
     return _host(x).transpose(axes)
 
 

@@ -57,6 +57,37 @@ class OpenCLTensor:
         host = self.host.reshape(dims) if self.host is not None else None
         return OpenCLTensor(self.buffer, dims, self.dtype, host=host)
 
+    def __getitem__(self, key) -> "OpenCLTensor":
+        """Rows of the leading axis, copied on the device: ``t[i]`` and ``t[a:b]`` (step 1), each
+        optionally followed by full slices (``t[i, :]``). The rows of a C-contiguous tensor are
+        one contiguous byte range, so this is one buffer-to-buffer copy, no transfer to the host.
+        Any other key is NotImplementedError: bring the tensor to the host for it."""
+        import pyopencl as cl
+        from ._runtime import state
+        parts = key if isinstance(key, tuple) else (key,)
+        if not self.shape or len(parts) > len(self.shape) or any(
+                not (isinstance(p, slice) and p == slice(None)) for p in parts[1:]):
+            raise NotImplementedError(f"device indexing with {key!r}")
+        first, rows = parts[0], self.shape[0]
+        if isinstance(first, (int, np.integer)) and not isinstance(first, (bool, np.bool_)):
+            index = int(first) + (rows if first < 0 else 0)
+            if not 0 <= index < rows:
+                raise IndexError(f"index {int(first)} is out of bounds for axis 0 with size {rows}")
+            start, count, shape = index, 1, self.shape[1:]
+        elif isinstance(first, slice) and first.step in (None, 1):
+            start, stop, _ = first.indices(rows)
+            count = max(stop - start, 0)
+            shape = (count,) + self.shape[1:]
+        else:
+            raise NotImplementedError(f"device indexing with {key!r}")
+        row_bytes = math.prod(self.shape[1:]) * self.dtype.itemsize
+        nbytes = count * row_bytes
+        if nbytes == 0 or self.buffer is None:
+            return OpenCLTensor(None, shape, self.dtype)
+        buffer = cl.Buffer(state().context, cl.mem_flags.READ_WRITE, size=nbytes)
+        cl.enqueue_copy(state().queue, buffer, self.buffer, byte_count=nbytes, src_offset=start * row_bytes)
+        return OpenCLTensor(buffer, shape, self.dtype)
+
     @property
     def T(self) -> "OpenCLTensor":   # noqa: N802 (numpy's name)
         """The axes reversed (the tensor itself for 0-d and 1-d). Unlike numpy's ``.T`` this is
