@@ -169,6 +169,28 @@ def onnxconverter_side(model, feed, rtol, atol) -> dict:
     return row
 
 
+def polyeng_side(hidden, heads, ffn, x, rtol, atol, seed=0, dtype="float16") -> dict:
+    """Trace the same encoder layer (same weights, same input) and run ``auto_mixed_precision`` on it."""
+    import polyeng
+    from polyeng.amp import auto_mixed_precision
+
+    fn = model_zoo.encoder_layer(hidden=hidden, heads=heads, ffn=ffn, seed=seed)
+    start = time.perf_counter()
+    graph = polyeng.graph.trace(fn, x)
+    converted, report = auto_mixed_precision(graph, x, dtype=dtype, rtol=rtol, atol=atol)
+    seconds = time.perf_counter() - start
+    want, got = graph(x), converted(x)
+    categories = collections.Counter(n.amp.category for n in converted.nodes)
+    mixed = sum(1 for n in converted.nodes if n.amp.category != "cast" and n.amp.mixed)
+    return {"side": f"polyeng ({polyeng.get_compute_eng()})", "rtol": rtol, "atol": atol, "ok": True, "error": None,
+            "seconds": seconds, "sessions": 0, "conversions": report.attempts, "attempts": report.attempts,
+            "blocked_nodes": len(report.kept), "blocked": [f"{name} ({op})" for name, op, _ in report.kept],
+            "float16": mixed, "float32": len(converted.nodes) - categories["cast"] - mixed,
+            "other": 0, "casts": categories["cast"], "clamped_values": 0,
+            "max_abs_diff": float(np.max(np.abs(got.astype(np.float64) - want))),
+            "within": bool(np.allclose(got, want, rtol=rtol, atol=atol)), "nodes_traced": len(graph.nodes)}
+
+
 def _table(rows) -> str:
     cols = ["side", "model", "nodes", "rtol", "atol", "ok", "seconds", "sessions", "attempts", "blocked_nodes",
             "float16", "float32", "other", "casts", "clamped_values", "max_abs_diff"]
@@ -223,6 +245,12 @@ def main(argv=None) -> int:
             row.update(onnxconverter_side(models[name], feed, rtol, args.atol))
             rows.append(row)
             print(f"{name} rtol {rtol:g}: {row['seconds']:.1f} s", file=sys.stderr)
+    for rtol in args.rtol:
+        row = {"model": "traced", "nodes": None}
+        row.update(polyeng_side(args.hidden, args.heads, args.ffn, feed["x"], rtol, args.atol))
+        row["nodes"] = row.pop("nodes_traced")
+        rows.append(row)
+        print(f"polyeng rtol {rtol:g}: {row['seconds']:.1f} s", file=sys.stderr)
     print(_table(rows))
     if args.json:
         report = {"model": {k: getattr(args, k) for k in ("hidden", "heads", "ffn", "seq", "batch")},
