@@ -18,6 +18,9 @@ def matmul(p, a, b):
 
 
 def linear(p, x, weight, bias):
+    if x.ndim > 2:   # one product of all rows: numpy's matmul would make one per leading index,
+        # each reading the whole weight ((64, 1, 512) @ W.T: 64 matrix-vector products)
+        return linear(p, x.reshape(-1, x.shape[-1]), weight, bias).reshape(p.shape)
     with serial_if_small(x.size * weight.shape[0], x.ndim == 1 or x.shape[-2] == 1 or weight.shape[0] == 1):
         y = np.matmul(x, weight.T)
     if bias is not None:
