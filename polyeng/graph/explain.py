@@ -14,19 +14,23 @@ class NodeDecision:
     node: object
     decision: object
 
-    def __str__(self) -> str:
+    def cells(self) -> tuple:
         d = self.decision
         if d is None:
-            return f"{self.node.name:<6} {self.node.op:<20} numpy (host)"
-        return (f"{self.node.name:<6} {self.node.op:<20} {d.engine:<8} {d.step:<16} fpm:{d.fp_math_mode:<6} "
-                f"{d.compute_type}")
+            return (self.node.name, self.node.op, "numpy", "(host)", "", "")
+        return (self.node.name, self.node.op, d.engine, d.step, f"fpm:{d.fp_math_mode}", d.compute_type)
+
+    def __str__(self) -> str:
+        return "  ".join(self.cells()).rstrip()
 
 
 class GraphExplanation(list):
     """One :class:`NodeDecision` per node, in node order; ``str()`` is a table."""
 
     def __str__(self) -> str:
-        return "\n".join(str(entry) for entry in self)
+        rows = [("node", "op", "engine", "step", "mode", "compute")] + [entry.cells() for entry in self]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
 def explain_graph(graph, inputs: list) -> GraphExplanation:
