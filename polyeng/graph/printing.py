@@ -18,8 +18,8 @@ def _attrs_text(node) -> str:
             continue
         if name == "key" and node.op == "np.getitem":
             text = key_text(value)
-        elif isinstance(value, np.dtype):
-            text = short_name(value)
+        elif isinstance(value, np.dtype) or isinstance(value, type) and issubclass(value, np.generic):
+            text = short_name(np.dtype(value))
         else:
             text = repr(value)
         shown.append(f"{name}={text if len(text) <= 24 else text[:21] + '...'}")

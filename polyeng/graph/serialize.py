@@ -124,8 +124,11 @@ def load(path):
             document = json.loads(archive.read("graph.json"))
         except KeyError:
             raise ValueError(f"{path}: not a polyeng graph file (no graph.json in the archive)") from None
-        if not isinstance(document, dict) or document.get("format") != FORMAT:
-            raise ValueError(f"{path}: not a polyeng graph file (format is {document.get('format')!r})")
+        except ValueError as exc:   # not JSON, or not UTF-8
+            raise ValueError(f"{path}: not a polyeng graph file (graph.json is not JSON: {exc})") from None
+        found = document.get("format") if isinstance(document, dict) else type(document).__name__
+        if found != FORMAT:
+            raise ValueError(f"{path}: not a polyeng graph file (format is {found!r})")
         version = document.get("version")
         if not isinstance(version, int) or version > VERSION:
             raise ValueError(f"{path}: graph file format version {version!r} is newer than this polyeng reads "

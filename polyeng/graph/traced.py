@@ -69,6 +69,19 @@ class Traced:
     def __neg__(self): return self.tracer.numpy_node("np.negative", x=self)
     def __pos__(self): return self
 
+    # comparisons have no polyeng op; object's == would answer False without looking at the values
+    def __eq__(self, other): self._refuse_comparison("equal", "==")
+    def __ne__(self, other): self._refuse_comparison("not_equal", "!=")
+    def __lt__(self, other): self._refuse_comparison("less", "<")
+    def __le__(self, other): self._refuse_comparison("less_equal", "<=")
+    def __gt__(self, other): self._refuse_comparison("greater", ">")
+    def __ge__(self, other): self._refuse_comparison("greater_equal", ">=")
+    __hash__ = object.__hash__
+
+    def _refuse_comparison(self, name, symbol):
+        raise TypeError(f"numpy.{name} ({symbol}) of traced value %{self.name} cannot be traced; compute the "
+                        f"condition outside the graph and pass it as an input, or use polyeng ops")
+
     # --- movement ---------------------------------------------------------------------------
     def reshape(self, *shape, order="C"):
         if order != "C":
@@ -122,7 +135,7 @@ class Traced:
                         f"cannot be traced: it would freeze a value computed from the inputs into a constant")
 
     def __getattr__(self, name):
-        if hasattr(np.ndarray, name):
+        if hasattr(np.ndarray, name) and not name.startswith("__"):   # numpy probes dunders: AttributeError
             raise TypeError(f"numpy.ndarray.{name} of traced value %{self.name} cannot be traced; traced values "
                             f"support + - * / ** @, reshape, T, transpose, astype, indexing and the numpy "
                             f"functions {', '.join(sorted(set(UFUNCS) | set(FUNCTIONS)))}")

@@ -1,0 +1,255 @@
+"""Running a graph (SPEC §6): results equal calling the function, every node goes through the
+selector under the caller's scopes, batch sizes may change, other input changes are errors,
+failing kernels fall back, plans are reused, device tensors stay on their device."""
+import logging
+import warnings
+
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng import model_zoo
+from polyeng.graph import trace
+from support import FakeEngine, device_tensor_or_skip
+
+RNG = np.random.default_rng(1)
+W = (RNG.standard_normal((6, 5)) / 3).astype(np.float32)
+B = RNG.standard_normal(6).astype(np.float32)
+X = RNG.standard_normal((4, 5)).astype(np.float32)
+
+
+def small_model(x):
+    # polyeng ops only: a numpy ufunc on a plain array is numpy's, in a graph it is the polyeng op
+    h = polyeng.gelu(polyeng.linear(x, W, B))
+    h = polyeng.layer_norm(polyeng.add(polyeng.mul(h, 0.5), h), 6)
+    h = polyeng.concat([polyeng.softmax(h), polyeng.tanh(h)], axis=1)
+    return polyeng.reshape(h, (x.shape[0], 3, 4)), polyeng.mean(h, axis=0)
+
+
+OPS_USED = ("linear", "gelu", "layer_norm", "mul", "add", "concat", "softmax", "tanh", "reshape", "mean")
+
+
+def assert_same(got, want):
+    if isinstance(want, (list, tuple)):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_same(g, w)
+        return
+    got = polyeng.to_numpy(got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return trace(small_model, X)
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    fn = model_zoo.encoder_layer(hidden=16, heads=2, ffn=32, seed=2)
+    return fn, trace(fn, RNG.standard_normal((2, 5, 16)).astype(np.float32))
+
+
+def test_results_equal_the_function_on_basic(graph):
+    with polyeng.compute_eng("basic"):
+        want = small_model(X)
+        assert_same(graph(X), want)
+        assert_same(graph(X), want)   # the planned run
+
+
+@pytest.mark.uses_ops(*OPS_USED)
+def test_results_equal_the_function_on_each_engine(graph, encoder, engine):
+    fn, enc = encoder
+    x = RNG.standard_normal((3, 5, 16)).astype(np.float32)
+    with polyeng.compute_eng(engine):
+        for _ in range(2):
+            assert_same(graph(X), small_model(X))
+            assert_same(enc(x), fn(x))
+
+
+@pytest.mark.uses_ops("embedding", "lstm", "linear")
+def test_lstm_language_model_equals_the_function(engine):
+    lm = model_zoo.lstm_language_model(vocab=30, embed=8, hidden=12, seed=5)
+    ids = RNG.integers(0, 30, (6, 2))
+    graph = trace(lm, ids)
+    longer = RNG.integers(0, 30, (9, 2))   # time-major: the leading dimension is the sequence
+    with polyeng.compute_eng(engine):
+        assert_same(graph(ids), lm(ids))
+        assert_same(graph(longer), lm(longer))
+
+
+def test_each_node_runs_under_the_callers_scopes(graph, caplog):
+    caplog.set_level(logging.INFO, logger="polyeng")
+    with polyeng.compute_eng("numba"), polyeng.fp_math_mode("bf16"), polyeng.verbose(1):
+        got = graph(X)
+        want = small_model(X)
+    assert_same(got, want)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("polyeng,exec,")]
+    assert len(lines) == 2 * len(graph.nodes)   # one line per node, then one per direct call
+    graph_lines = lines[:len(graph.nodes)]
+    assert [line.split(",")[2] for line in graph_lines] == [n.op for n in graph.nodes]
+    assert all(line.split(",")[3] == "numba" and ",fpm:bf16," in line for line in graph_lines)
+    assert graph_lines == [line.rsplit(",", 1)[0] + "," + g.rsplit(",", 1)[1]
+                           for line, g in zip(lines[len(graph.nodes):], graph_lines)]   # the same but the time
+    linear = graph_lines[0]
+    assert linear.split(",")[6] == "bf16"   # ALLOW: the fp math mode lets linear compute in bf16
+
+
+def test_the_plan_does_not_outlive_a_change_of_scope(graph):
+    with polyeng.compute_eng("basic"):
+        strict = graph(X)
+    with polyeng.compute_eng("basic"), polyeng.fp_math_mode("bf16"):
+        bf16 = graph(X)
+        assert_same(bf16, small_model(X))
+    with polyeng.compute_eng("basic"):
+        assert_same(graph(X), strict)
+    assert strict[0].tobytes() != bf16[0].tobytes()
+
+
+def test_graph_explain_gives_one_decision_per_node(graph):
+    with polyeng.compute_eng("numba"), polyeng.fp_math_mode("bf16"):
+        decisions = graph.explain(X)
+    assert len(decisions) == len(graph.nodes)
+    assert [d.node.name for d in decisions] == [n.name for n in graph.nodes]
+    assert all(d.decision.engine == "numba" and d.decision.step == "user" for d in decisions)
+    by_op = {d.node.op: d.decision for d in decisions}
+    assert by_op["linear"].compute_type == "bf16" and by_op["softmax"].compute_type == "f32"
+    assert by_op["linear"].fp_math_mode == "bf16"
+    text = str(decisions)
+    lines = text.splitlines()
+    assert lines[0].split() == ["node", "op", "engine", "step", "mode", "compute"]
+    assert [line.split()[:3] for line in lines[1:]] == [[n.name, n.op, "numba"] for n in graph.nodes]
+
+
+def test_explain_marks_numpy_nodes():
+    graph = trace(lambda x: polyeng.exp(x.T), X)
+    first, second = graph.explain(X)
+    assert first.decision is None and "numpy" in str(first)
+    assert second.decision.engine in {e.name for e in polyeng.engines()}
+
+
+def test_print_shows_op_inputs_dtype_and_shape_per_node(graph):
+    text = str(graph)
+    for node in graph.nodes:
+        (line,) = [ln for ln in text.splitlines() if ln.split()[:2] == [node.name, node.op]]
+        assert ", ".join(node.inputs) in line
+        assert f"{node.outputs[0]} f32{list(node.shape)}" in line
+    assert "x f32[4, 5]" in text and "shape=(batch, 3, 4)" in text
+    assert repr(graph).startswith("<Graph small_model:")
+
+
+def test_fallback_false_raises_engine_error(graph, backends):
+    backends(FakeEngine("graphpinned", ops=("concat",)))
+    with polyeng.compute_eng("graphpinned", fallback=False):
+        with pytest.raises(polyeng.EngineError, match="graphpinned.*linear"):
+            graph(X)
+    trace_concat = trace(lambda x: polyeng.concat([x, x]), X)
+    with polyeng.compute_eng("graphpinned", fallback=False):
+        assert_same(trace_concat(X), np.concatenate([X, X]))
+
+
+@pytest.mark.parametrize("batch", [1, 4, 9])
+def test_another_batch_size_runs(graph, encoder, batch):
+    x = RNG.standard_normal((batch, 5)).astype(np.float32)
+    out = graph(x)
+    assert out[0].shape == (batch, 3, 4)   # reshape with x.shape[0] follows the batch
+    assert_same(out, small_model(x))
+    fn, enc = encoder
+    xe = RNG.standard_normal((batch, 5, 16)).astype(np.float32)
+    assert_same(enc(xe), fn(xe))   # reshape with -1
+    assert_same(graph(X), small_model(X))   # and back
+
+
+@pytest.mark.parametrize("bad, message", [
+    (X.astype(np.float64), "input x has dtype float64"),
+    (X[None], r"input x has shape \(1, 4, 5\)"),
+    (X[:, :4], r"input x has shape \(4, 4\)"),
+    (X.reshape(-1), r"input x has shape \(20,\)"),
+])
+def test_other_input_differences_are_value_errors_naming_the_input(graph, bad, message):
+    with pytest.raises(ValueError, match=message):
+        graph(bad)
+
+
+def test_wrong_number_of_inputs(graph):
+    with pytest.raises(TypeError, match="1 positional"):
+        graph(X, X)
+
+
+def test_a_failing_kernel_falls_back_with_a_warning(backends):
+    fake = backends(FakeEngine("graphcrash", ops=("softmax", "concat")))
+    graph = trace(lambda x: polyeng.concat([polyeng.softmax(x), x]), X)
+    with polyeng.compute_eng("basic"):
+        want = graph(X)
+    fake.fail.add("softmax")
+    with polyeng.compute_eng("graphcrash"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = graph(X)
+        second = graph(X)
+    fallback = [w for w in caught if issubclass(w.category, polyeng.FallbackWarning)]
+    assert len(fallback) == 1 and "graphcrash" in str(fallback[0].message) and "softmax" in str(fallback[0].message)
+    assert fake.calls.count("softmax") >= 2 and fake.calls.count("concat") == 2
+    assert_same(first, want)
+    assert_same(second, want)
+
+
+def test_a_kernel_failing_in_a_planned_run_falls_back(backends):
+    fake = backends(FakeEngine("graphlate", ops=("softmax",)))
+    graph = trace(polyeng.softmax, X)
+    with polyeng.compute_eng("graphlate"):
+        want = graph(X)
+        graph(X)   # planned
+        fake.fail.add("softmax")
+        with pytest.warns(polyeng.FallbackWarning, match="graphlate"):
+            got = graph(X)
+        with polyeng.compute_eng("graphlate", fallback=False), pytest.raises(polyeng.EngineError, match="crashed"):
+            graph(X)
+    assert_same(got, want)
+
+
+def test_repeated_runs_reuse_the_plan(graph, monkeypatch):
+    from polyeng.engine import dispatch
+    with polyeng.compute_eng("numba"):
+        want = graph(X)
+        calls = []
+        original = dispatch.plan_for
+        monkeypatch.setattr(dispatch, "plan_for", lambda *a, **k: calls.append(a[0].name) or original(*a, **k))
+        for _ in range(3):
+            assert_same(graph(X), want)
+        assert calls == []
+        other = np.ascontiguousarray(RNG.standard_normal((7, 5)).astype(np.float32))
+        graph(other)
+        assert len(calls) > 0   # a new signature is planned
+        calls.clear()
+        graph(other)
+        assert calls == []
+
+
+@pytest.mark.device_tensors
+@pytest.mark.uses_ops(*OPS_USED)
+def test_device_tensors_stay_on_the_device(engine, caplog, monkeypatch):
+    from polyeng.engine import api
+
+    def fn(x):
+        h = polyeng.gelu(polyeng.linear(x, W, B))
+        return polyeng.softmax(polyeng.layer_norm(h * 0.5 + h, 6)), polyeng.mean(np.tanh(h), axis=0)
+    graph = trace(fn, X)
+    t = device_tensor_or_skip(X, engine)
+    with polyeng.compute_eng(engine):
+        want = graph(X)
+    uploads = []
+    original = api.to_device
+    monkeypatch.setattr(api, "to_device", lambda *a, **k: uploads.append(a[0].shape) or original(*a, **k))
+    caplog.set_level(logging.INFO, logger="polyeng")
+    with polyeng.verbose(1):
+        first = graph(t)
+        second = graph(t)
+    assert sorted(uploads) == sorted(a.shape for a in graph.constants.values())   # once, not per run
+    native = type(t)
+    assert all(type(r) is native for r in first + second)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("polyeng,exec,")]
+    assert len(lines) == 2 * len(graph.nodes)
+    assert all(line.split(",")[3:5] == [engine, "layout"] and "transferred" not in line for line in lines)
+    assert_same(first, want)
+    assert_same(second, want)
