@@ -253,3 +253,21 @@ def test_device_tensors_stay_on_the_device(engine, caplog, monkeypatch):
     assert all(line.split(",")[3:5] == [engine, "layout"] and "transferred" not in line for line in lines)
     assert_same(first, want)
     assert_same(second, want)
+
+
+def test_slicing_the_leading_dimension_with_fixed_bounds_refuses_another_batch():
+    def half(x):
+        return polyeng.relu(x[: x.shape[0] // 2])
+    x = np.ones((4, 3), np.float32)
+    graph = polyeng.graph.trace(half, x)
+    np.testing.assert_array_equal(graph(x), half(x))
+    with pytest.raises(ValueError, match=r"slices the leading dimension .* traced on 4 rows; this input has 6"):
+        graph(np.ones((6, 3), np.float32))
+
+
+def test_indexing_inside_each_item_follows_the_batch():
+    def first_feature(x):
+        return polyeng.relu(x[:, :2])
+    graph = polyeng.graph.trace(first_feature, np.ones((4, 3), np.float32))
+    x = np.arange(18, dtype=np.float32).reshape(6, 3)
+    np.testing.assert_array_equal(graph(x), first_feature(x))

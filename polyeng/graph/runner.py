@@ -35,7 +35,8 @@ MAX_PLANS = 64
 class _Step:
     """A node compiled against the graph's value slots."""
 
-    __slots__ = ("node", "spec", "numpy", "fixed", "simple", "nested", "out_slots", "out", "batch_relative")
+    __slots__ = ("node", "spec", "numpy", "fixed", "simple", "nested", "out_slots", "out", "batch_relative",
+                 "rows")
 
     def __init__(self, node, slot):
         self.node = node
@@ -45,6 +46,7 @@ class _Step:
         self.out_slots = [slot[name] for name in node.outputs]
         self.out = node.out
         self.batch_relative = bool(node.meta.get("batch_relative"))
+        self.rows = node.meta.get("rows")
 
     def kwargs(self, env) -> dict:
         kwargs = dict(self.fixed)
@@ -56,6 +58,12 @@ class _Step:
             shape = kwargs["shape"]
             rest = tuple(shape[1:]) if isinstance(shape, (tuple, list)) else ()
             kwargs["shape"] = (kwargs["x"].shape[0],) + rest
+        if self.rows is not None and kwargs["x"].shape[0] != self.rows:
+            from .printing import key_text
+            raise ValueError(f"node {self.node.name} ({self.node.op} {key_text(kwargs['key'])}) slices the leading "
+                             f"dimension with bounds fixed when the graph was traced on {self.rows} rows; this "
+                             f"input has {kwargs['x'].shape[0]} (trace again at this batch size, or index within "
+                             f"each item)")
         return kwargs
 
     def store(self, result, env) -> None:

@@ -98,7 +98,10 @@ class Tracer:
         from .numpy_nodes import RUN
         args = self._template(kwargs)
         result = RUN[op](**self._unwrapped(kwargs))
-        return self._add_node(op, args, result, {})
+        meta = {}
+        if op == "np.getitem":
+            meta = _fixed_rows(kwargs["x"], kwargs["key"])
+        return self._add_node(op, args, result, meta)
 
     def index_key(self, key):
         """An indexing key as recorded: Python ints, slices, None and Ellipsis as they are; arrays
@@ -176,6 +179,16 @@ def _has_traced(value) -> bool:
     if isinstance(value, dict):
         return any(_has_traced(v) for v in value.values())
     return False
+
+
+def _fixed_rows(x, key) -> dict:
+    """Indexing that slices the leading axis with explicit bounds (``x[:2]``, ``x[1:n]``) picks rows
+    counted on the example's batch: run on another batch size it would silently pick other rows,
+    so the runner refuses that (``rows`` is the leading size it was traced with)."""
+    first = key[0] if isinstance(key, tuple) and key else key
+    if isinstance(first, slice) and (first.start is not None or first.stop is not None) and x.shape:
+        return {"rows": x.shape[0]}
+    return {}
 
 
 def _batch_relative(kwargs) -> dict:
