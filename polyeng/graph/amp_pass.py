@@ -30,7 +30,7 @@ from ..engine import mixed_precision as mp
 from ..engine.call import Call, OPS
 from ..engine.mixed_precision import Category
 from .graph import Graph
-from .ir import AmpInfo, Node, Ref, fill
+from .ir import AmpInfo, Node, Ref, fill, ref_names
 from .numpy_nodes import result_type as numpy_result_type
 
 _CONVERTIBLE = (dt.float32, dt.float16, dt.bfloat16)
@@ -101,7 +101,7 @@ class _Pass:
         used = set()
         for node in self.nodes:
             used.update(node.inputs)
-        used.update(_refs(outputs))
+        used.update(ref_names(outputs))
         constants = {k: v for k, v in self.constants.items() if k in used}
         types = {k: v for k, v in self.types.items() if k not in self.constants or k in constants}
         return Graph(inputs=self.graph.inputs, input_structure=self.graph._input_structure,
@@ -207,9 +207,9 @@ class _Pass:
     def _output_dtypes(self, node, args) -> list:
         """The dtypes the node's outputs have with these (converted) arguments."""
         spec = OPS.get(node.op)
-        first = node.inputs[0] if node.inputs else None
         if spec is None:
-            out = numpy_result_type(node.op, args, self.types[_refs(args)[0]][0] if first else node.dtype)
+            names = ref_names(args)
+            out = numpy_result_type(node.op, args, self.types[names[0]][0] if names else node.dtype)
         else:
             concrete = _placeholders(args, self.types, self.constants)
             out = spec.prepare(spec.validate(**concrete)).dtype
@@ -220,13 +220,6 @@ class _Pass:
             else:   # further results (lstm's states) follow the first when they are float
                 result.append(np.dtype(out) if dtype in dt.FLOAT_DTYPES and out in dt.FLOAT_DTYPES else dtype)
         return result
-
-
-def _refs(template) -> list:
-    from .ir import walk
-    found = []
-    walk(template, lambda r: found.append(r.name))
-    return found
 
 
 def _placeholders(args, types, constants):

@@ -25,6 +25,7 @@ import numpy as np
 from ..engine import dtypes as dt
 from ..engine.api import to_numpy
 from .amp_pass import mixed_dtype, to_mixed_precision
+from .ir import leaves
 
 
 @dataclass
@@ -62,19 +63,7 @@ def _error_text(error: float) -> str:
 
 
 def _flat_outputs(result) -> list:
-    leaves = []
-
-    def collect(value):
-        if isinstance(value, (list, tuple)):
-            for v in value:
-                collect(v)
-        elif isinstance(value, dict):
-            for v in value.values():
-                collect(v)
-        elif hasattr(value, "shape") and hasattr(value, "dtype"):
-            leaves.append(to_numpy(value))
-    collect(result)
-    return leaves
+    return [to_numpy(a) for a in leaves(result, lambda v: hasattr(v, "shape") and hasattr(v, "dtype"))]
 
 
 def _excess(got: list, want: list, rtol: float, atol: float) -> tuple:

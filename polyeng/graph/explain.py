@@ -35,11 +35,7 @@ class GraphExplanation(list):
 
 def explain_graph(graph, inputs: list) -> GraphExplanation:
     program = Program(graph)
-    env = [None] * program.size
-    for s, array in program.constants:
-        env[s] = array
-    for s, value in zip(program.input_slots, inputs):
-        env[s] = value
+    env = program.environment(inputs, program.constants)
     reg = registry()
     found = GraphExplanation()
     for step in program.steps:

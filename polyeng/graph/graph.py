@@ -5,7 +5,7 @@ import numpy as np
 
 from ..engine import dtypes as dt
 from ..engine.plugins import registry
-from .ir import Ref, Value, fill, type_text, walk
+from .ir import Ref, Value, fill, ref_names
 
 
 class Graph:
@@ -34,9 +34,7 @@ class Graph:
 
     @property
     def outputs(self) -> list:
-        found = []
-        walk(self._output_structure, lambda r: found.append(Value(r.name, *self._types[r.name])))
-        return found
+        return [Value(name, *self._types[name]) for name in ref_names(self._output_structure)]
 
     @property
     def nodes(self) -> list:
@@ -45,10 +43,6 @@ class Graph:
     @property
     def constants(self) -> dict:
         return dict(self._constants)
-
-    def value_type(self, name: str) -> tuple:
-        """``(dtype, shape)`` of a value (input, constant or node output) as traced."""
-        return self._types[name]
 
     def __repr__(self) -> str:
         return (f"<Graph {self.name}: {len(self._inputs)} inputs, {len(self._nodes)} nodes, "
@@ -132,9 +126,6 @@ class Graph:
         """Write the graph with its constants to ``path`` (see ``polyeng.graph.load``)."""
         from .serialize import save
         save(self, path)
-
-    def type_text(self, name: str) -> str:
-        return type_text(*self._types[name])
 
 
 def _same(a, b) -> bool:

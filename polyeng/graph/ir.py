@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..engine import dtypes as dt
+from ..engine.call import map_arrays
 
 
 class Ref:
@@ -68,9 +69,7 @@ class Node:
     @property
     def inputs(self) -> list:
         """Names of the values this node reads, in argument order (repeats kept)."""
-        found = []
-        walk(self.args, lambda r: found.append(r.name))
-        return found
+        return ref_names(self.args)
 
     @property
     def attrs(self) -> dict:
@@ -93,38 +92,28 @@ class Node:
         return f"Node({self.name}: {self.op}({', '.join(self.inputs)}) -> {', '.join(self.outputs)})"
 
 
-def walk(template, fn) -> None:
-    """Call ``fn`` on every Ref inside nested lists, tuples and dicts."""
-    if type(template) is Ref:
-        fn(template)
-    elif isinstance(template, (list, tuple)):
-        for item in template:
-            walk(item, fn)
-    elif isinstance(template, dict):
-        for item in template.values():
-            walk(item, fn)
+def is_ref(value) -> bool:
+    return type(value) is Ref
+
+
+def leaves(template, is_leaf=is_ref) -> list:
+    """Every leaf (by default: Ref) inside nested lists, tuples and dicts, in order."""
+    found = []
+    map_arrays(template, found.append, is_leaf)
+    return found
+
+
+def ref_names(template) -> list:
+    return [r.name for r in leaves(template)]
 
 
 def contains_ref(template) -> bool:
-    found = []
-    walk(template, found.append)
-    return bool(found)
+    return bool(leaves(template))
 
 
 def fill(template, lookup):
     """``template`` with every Ref replaced by ``lookup(name)``."""
-    if type(template) is Ref:
-        return lookup(template.name)
-    if isinstance(template, (list, tuple)):
-        return type(template)(fill(item, lookup) for item in template)
-    if isinstance(template, dict):
-        return {k: fill(v, lookup) for k, v in template.items()}
-    return template
-
-
-def rename(template, mapping: dict):
-    """``template`` with Refs renamed through ``mapping`` (names not in it kept)."""
-    return fill(template, lambda name: Ref(mapping.get(name, name)))
+    return map_arrays(template, lambda r: lookup(r.name), is_ref)
 
 
 def type_text(dtype, shape) -> str:

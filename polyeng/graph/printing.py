@@ -11,10 +11,11 @@ from .ir import type_text
 def _attrs_text(node) -> str:
     shown = []
     for name, value in node.attrs.items():
-        if value is None or name in ("shape",) and node.meta.get("batch_relative"):
-            if name == "shape":
-                shown.append(f"shape=(batch, {', '.join(map(str, value[1:]))})" if len(value) > 1
-                             else "shape=(batch,)")
+        if value is None:
+            continue
+        if name == "shape" and node.meta.get("batch_relative"):
+            dims = ", ".join(["batch"] + [str(d) for d in value[1:]]) + ("," if len(value) == 1 else "")
+            shown.append(f"shape=({dims})")   # shown whole: the batch's place is the point
             continue
         if name == "key" and node.op == "np.getitem":
             text = key_text(value)

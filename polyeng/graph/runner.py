@@ -22,11 +22,11 @@ import numpy as np
 
 from ..engine import dispatch, mixed_precision, verbose
 from ..engine import fpmath
-from ..engine.call import op_spec
+from ..engine.call import map_arrays, op_spec
 from ..engine.plan_cache import _Uncacheable, _signature
 from ..engine.plugins import registry
 from ..engine.settings import current_scope
-from .ir import Ref, fill
+from .ir import Ref, contains_ref, fill, leaves
 from .numpy_nodes import RUN as NUMPY_RUN
 
 MAX_PLANS = 64
@@ -49,11 +49,7 @@ class _Step:
         self.rows = node.meta.get("rows")
 
     def kwargs(self, env) -> dict:
-        kwargs = dict(self.fixed)
-        for name, s in self.simple:
-            kwargs[name] = env[s]
-        for name, template in self.nested:
-            kwargs[name] = _fill_slots(template, env)
+        kwargs = _arguments(self.fixed, self.simple, self.nested, env)
         if self.batch_relative:
             shape = kwargs["shape"]
             rest = tuple(shape[1:]) if isinstance(shape, (tuple, list)) else ()
@@ -99,17 +95,13 @@ class _Fast:
             template = _slotted(value, slot_of_id)
             if type(template) is _Slot:
                 self.simple.append((name, template.index))
-            elif _has_slot(template):
+            elif leaves(template, _is_slot):
                 self.nested.append((name, template))
             else:
                 self.fixed[name] = value
 
     def __call__(self, env):
-        kwargs = dict(self.fixed)
-        for name, s in self.simple:
-            kwargs[name] = env[s]
-        for name, template in self.nested:
-            kwargs[name] = _fill_slots(template, env)
+        kwargs = _arguments(self.fixed, self.simple, self.nested, env)
         result = self.fn(self.prepared, **kwargs) if self.takes_prepared else self.fn(**kwargs)
         if type(result) is not np.ndarray or result.dtype != self.dtype or result.shape != self.shape:
             result = dispatch._checked_result(result, self.prepared)
@@ -133,6 +125,15 @@ class Program:
         self._lock = threading.Lock()
 
     # --- one run ---------------------------------------------------------------------------------
+    def environment(self, inputs: list, constants: list) -> list:
+        """The value slots before a run: the constants and the inputs filled in."""
+        env = [None] * self.size
+        for s, value in constants:
+            env[s] = value
+        for s, value in zip(self.input_slots, inputs):
+            env[s] = value
+        return env
+
     def run(self, inputs: list) -> list:
         """The value environment after running every node on ``inputs`` (in graph.inputs order)."""
         return contextvars.copy_context().run(self._run, inputs)
@@ -140,12 +141,8 @@ class Program:
     def _run(self, inputs):
         dispatch_quiet()
         reg = registry()
-        env = [None] * self.size
         engine = _device_engine(inputs, reg)
-        for s, array in (self._device_constants(engine, reg) if engine else self.constants):
-            env[s] = array
-        for s, value in zip(self.input_slots, inputs):
-            env[s] = value
+        env = self.environment(inputs, self._device_constants(engine, reg) if engine else self.constants)
         key = self._key(inputs, reg, engine)
         plan = self.plans.get(key) if key is not None else None
         if plan is not None:
@@ -193,7 +190,8 @@ class Program:
             for name, s in step.simple:
                 slot_of_id.setdefault(id(env[s]), s)
             for name, template in step.nested:
-                _collect_ids(template, env, slot_of_id)
+                for slot in leaves(template, _is_slot):
+                    slot_of_id.setdefault(id(env[slot.index]), slot.index)
             if _arrays_are_inputs(args, slot_of_id, step.fixed):
                 fast = _Fast(first.kernel, plan.prepared, args, slot_of_id, step.fixed)
         if fast is None:
@@ -262,71 +260,44 @@ class _Slot:
         self.index = index
 
 
-def _split(args: dict, slot: dict):
-    fixed, simple, nested = {}, [], []
-    for name, value in args.items():
-        if type(value) is Ref:
-            simple.append((name, slot[value.name]))
-        elif _has_ref(value):
-            nested.append((name, fill(value, lambda n: _Slot(slot[n]))))
-        else:
-            fixed[name] = value
-    return fixed, simple, nested
-
-
-def _has_ref(value) -> bool:
-    if type(value) is Ref:
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_has_ref(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_ref(v) for v in value.values())
-    return False
-
-
-def _has_slot(value) -> bool:
-    if type(value) is _Slot:
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_has_slot(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_slot(v) for v in value.values())
-    return False
-
-
-def _fill_slots(template, env):
-    if type(template) is _Slot:
-        return env[template.index]
-    if isinstance(template, (list, tuple)):
-        return type(template)(_fill_slots(v, env) for v in template)
-    if isinstance(template, dict):
-        return {k: _fill_slots(v, env) for k, v in template.items()}
-    return template
-
-
-def _collect_ids(template, env, found):
-    if type(template) is _Slot:
-        found.setdefault(id(env[template.index]), template.index)
-    elif isinstance(template, (list, tuple)):
-        for v in template:
-            _collect_ids(v, env, found)
-    elif isinstance(template, dict):
-        for v in template.values():
-            _collect_ids(v, env, found)
+def _is_slot(value) -> bool:
+    return type(value) is _Slot
 
 
 def _is_tensor(value) -> bool:
     return hasattr(value, "shape") and hasattr(value, "dtype")
 
 
+def _split(args: dict, slot: dict):
+    """A node's arguments as (attributes, [(name, slot)] for plain values, [(name, template with
+    slots)] for values nested in lists and tuples)."""
+    fixed, simple, nested = {}, [], []
+    for name, value in args.items():
+        if type(value) is Ref:
+            simple.append((name, slot[value.name]))
+        elif contains_ref(value):
+            nested.append((name, fill(value, lambda n: _Slot(slot[n]))))
+        else:
+            fixed[name] = value
+    return fixed, simple, nested
+
+
+def _arguments(fixed: dict, simple: list, nested: list, env) -> dict:
+    """Keyword arguments from a ``_split`` with the values of this run."""
+    kwargs = dict(fixed)
+    for name, s in simple:
+        kwargs[name] = env[s]
+    for name, template in nested:
+        kwargs[name] = map_arrays(template, lambda slot: env[slot.index], _is_slot)
+    return kwargs
+
+
 def _slotted(value, slot_of_id):
     """A validated argument with the arrays it shares with the node's inputs as slots."""
-    if _is_tensor(value):
-        s = slot_of_id.get(id(value))
-        return _Slot(s) if s is not None else value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_slotted(v, slot_of_id) for v in value)
-    return value
+    def slot_for(array):
+        s = slot_of_id.get(id(array))
+        return _Slot(s) if s is not None else array
+    return map_arrays(value, slot_for, _is_tensor)
 
 
 def _arrays_are_inputs(args: dict, slot_of_id: dict, fixed_names) -> bool:
@@ -334,16 +305,5 @@ def _arrays_are_inputs(args: dict, slot_of_id: dict, fixed_names) -> bool:
     those values (not a copy or conversion validation made, which a fast call would have to make
     again). Arguments made from attributes only (a Python scalar turned into an array) are the
     same on every run."""
-    ok = [True]
-
-    def check(value):
-        if _is_tensor(value):
-            if id(value) not in slot_of_id:
-                ok[0] = False
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                check(v)
-    for name, value in args.items():
-        if name not in fixed_names:
-            check(value)
-    return ok[0]
+    return all(id(array) in slot_of_id for name, value in args.items() if name not in fixed_names
+               for array in leaves(value, _is_tensor))

@@ -14,15 +14,25 @@ import itertools
 import numpy as np
 
 from ..engine import trace_hook
+from ..engine.call import map_arrays
 from ..engine.plugins import registry
-from .ir import Node, Ref, Value
+from .ir import Node, Ref, Value, leaves
 from .traced import Traced
 
 
 def _is_array(value) -> bool:
     if isinstance(value, (np.ndarray, np.generic)):
         return True
-    return isinstance(value, registry().native_types()) if registry().native_types() else False
+    native = registry().native_types()
+    return bool(native) and isinstance(value, native)
+
+
+def _is_traced(value) -> bool:
+    return isinstance(value, Traced)
+
+
+def _is_index(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class Tracer:
@@ -63,29 +73,18 @@ class Tracer:
 
     def _template(self, value):
         """``value`` with traced values and arrays replaced by Refs (arrays become constants)."""
-        if isinstance(value, Traced):
-            if value.tracer is not self:
-                raise ValueError(f"traced value %{value.name} belongs to another trace")
-            return Ref(value.name)
-        if _is_array(value):
-            return self.constant(value)
-        if isinstance(value, (list, tuple)):
-            return type(value)(self._template(v) for v in value)
-        if isinstance(value, dict):
-            return {k: self._template(v) for k, v in value.items()}
-        return value
-
-    def concrete(self, template):
-        from .ir import fill
-        return fill(template, self._concrete_value)
-
-    def _concrete_value(self, name):
-        return self.constants[name] if name in self.constants else self._values[name]
+        def ref(leaf):
+            if not isinstance(leaf, Traced):
+                return self.constant(leaf)
+            if leaf.tracer is not self:
+                raise ValueError(f"traced value %{leaf.name} belongs to another trace")
+            return Ref(leaf.name)
+        return map_arrays(value, ref, lambda v: isinstance(v, Traced) or _is_array(v))
 
     # --- recording --------------------------------------------------------------------------------
     def record(self, spec, kwargs: dict):
         """An op call made while tracing: run it, and record it when it reads a traced value."""
-        if not _has_traced(kwargs):
+        if not leaves(kwargs, _is_traced):
             return self._run_untraced(spec, kwargs)   # constants only: folded now
         args = self._template(kwargs)
         result = self._run_untraced(spec, self._unwrapped(kwargs))
@@ -117,41 +116,20 @@ class Tracer:
         return key
 
     def _add_node(self, op: str, args, result, meta) -> object:
-        leaves = []
+        arrays = []
 
-        def number(value):
-            if _is_array(value):
-                leaves.append(value)
-                return len(leaves) - 1
-            if isinstance(value, (list, tuple)):
-                return type(value)(number(v) for v in value)
-            return value
-        out = number(result)
-        traced = [self.new_value(v) for v in leaves]
-        node = Node(name=self._fresh("n"), op=op, args=args, outputs=[t.name for t in traced], out=out,
-                    types=[self.types[t.name] for t in traced], meta=meta)
-        self.nodes.append(node)
-        for t in traced:
-            self._values[t.name] = t.value
+        def number(array):   # the result's structure, each array replaced by its output index
+            arrays.append(array)
+            return len(arrays) - 1
+        out = map_arrays(result, number, _is_array)
+        traced = [self.new_value(v) for v in arrays]
+        self.nodes.append(Node(name=self._fresh("n"), op=op, args=args, outputs=[t.name for t in traced], out=out,
+                               types=[self.types[t.name] for t in traced], meta=meta))
+        return map_arrays(out, traced.__getitem__, _is_index)
 
-        def wrap(index):
-            if isinstance(index, int) and not isinstance(index, bool):
-                return traced[index]
-            if isinstance(index, (list, tuple)):
-                return type(index)(wrap(i) for i in index)
-            return index
-        return wrap(out)
-
-    def _unwrapped(self, kwargs):
-        def unwrap(value):
-            if isinstance(value, Traced):
-                return value.value
-            if isinstance(value, (list, tuple)):
-                return type(value)(unwrap(v) for v in value)
-            if isinstance(value, dict):
-                return {k: unwrap(v) for k, v in value.items()}
-            return value
-        return unwrap(kwargs)
+    @staticmethod
+    def _unwrapped(kwargs):
+        return map_arrays(kwargs, lambda t: t.value, _is_traced)
 
     @staticmethod
     def _run_untraced(spec, kwargs):
@@ -162,23 +140,11 @@ class Tracer:
         finally:
             trace_hook.current.reset(token)
 
-    _values: dict
-
 
 def _index_int(v):
     if isinstance(v, Traced):
         v._refuse("use as a slice bound")
     return int(v)
-
-
-def _has_traced(value) -> bool:
-    if isinstance(value, Traced):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_has_traced(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_traced(v) for v in value.values())
-    return False
 
 
 def _fixed_rows(x, key) -> dict:
@@ -254,7 +220,6 @@ def trace(fn, *example_inputs, **example_kwargs):
     if not callable(fn):
         raise TypeError(f"fn={fn!r} is not callable")
     tracer = Tracer(fn)
-    tracer._values = {}
     names = _input_names(fn, example_inputs, example_kwargs)
     inputs: list[Value] = []
 
@@ -263,7 +228,6 @@ def trace(fn, *example_inputs, **example_kwargs):
             raise TypeError(f"input {name} is a traced value; trace a function of plain arrays")
         if _is_array(value):
             traced = tracer.new_value(value, _unique(name, tracer.types))
-            tracer._values[traced.name] = value
             inputs.append(Value(traced.name, traced.dtype, traced.shape))
             return traced
         if isinstance(value, (list, tuple)):
@@ -277,9 +241,8 @@ def trace(fn, *example_inputs, **example_kwargs):
         raise ValueError("trace() needs at least one array among the example inputs")
 
     def template(value):
-        return Ref(value.name) if isinstance(value, Traced) else value
-    input_structure = (tuple(_map_traced(a, template) for a in traced_args),
-                       {k: _map_traced(v, template) for k, v in traced_kwargs.items()})
+        return map_arrays(value, lambda t: Ref(t.name), _is_traced)
+    input_structure = (tuple(template(a) for a in traced_args), {k: template(v) for k, v in traced_kwargs.items()})
     token = trace_hook.current.set(tracer)
     trace_hook.active += 1
     try:
@@ -291,16 +254,6 @@ def trace(fn, *example_inputs, **example_kwargs):
     return Graph(inputs=inputs, input_structure=input_structure, input_names=names[:len(example_inputs)],
                  nodes=tracer.nodes, constants=tracer.constants, output_structure=output_structure,
                  types=tracer.types, fn_name=getattr(fn, "__name__", "graph"))
-
-
-def _map_traced(value, fn):
-    if isinstance(value, Traced):
-        return fn(value)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_map_traced(v, fn) for v in value)
-    if isinstance(value, dict):
-        return {k: _map_traced(v, fn) for k, v in value.items()}
-    return value
 
 
 def _unique(name: str, taken) -> str:
