@@ -135,3 +135,26 @@ class MirrorEngine:
             phi = np.asarray(_erf(w.astype(np.float64) / math.sqrt(2.0)), dtype=np.float64).astype(w.dtype)
             y = 0.5 * w * (1 + phi)
         return np.asarray(y).astype(x.dtype)
+
+
+def assert_same_tree(got, want):
+    """``got`` is ``want`` bit for bit, nested dicts, lists and tuples included (same container
+    types and keys); device tensors are brought to the host first."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and set(got) == set(want)
+        for k in want:
+            assert_same_tree(got[k], want[k])
+    elif isinstance(want, (list, tuple)):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want):
+            assert_same_tree(g, w)
+    else:
+        got = polyeng.to_numpy(got)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert got.tobytes() == want.tobytes()
+
+
+def lstm_params(lm):
+    """The one-layer ``params`` of a ``polyeng.model_zoo.lstm_language_model``'s LSTM."""
+    w = lm.weights
+    return [(w["lstm.weight_ih_l0"], w["lstm.weight_hh_l0"], w["lstm.bias_ih_l0"], w["lstm.bias_hh_l0"])]

@@ -10,6 +10,7 @@ import polyeng
 from polyeng import amp, model_zoo
 from polyeng.amp import Category
 from polyeng.graph import trace
+from support import lstm_params
 
 RNG = np.random.default_rng(3)
 W = (RNG.standard_normal((8, 8)) / 3).astype(np.float32)
@@ -358,8 +359,7 @@ def test_lstm_language_model_accuracy(dtype, bound):
 
 def test_lstm_states_have_the_dtype_they_are_computed_in():
     lm = model_zoo.lstm_language_model(vocab=20, embed=8, hidden=6, seed=11)
-    params = [(lm.weights["lstm.weight_ih_l0"], lm.weights["lstm.weight_hh_l0"],
-               lm.weights["lstm.bias_ih_l0"], lm.weights["lstm.bias_hh_l0"])]
+    params = lstm_params(lm)
 
     def step(x, state):
         return polyeng.lstm(x, params, state[0], state[1])

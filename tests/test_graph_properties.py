@@ -12,6 +12,7 @@ from polyeng import amp
 from polyeng.graph import trace
 from polyeng.graph.ir import fill
 from polyeng.graph.numpy_nodes import RUN as NUMPY_RUN
+from support import assert_same_tree
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 STEPS = ["add_prev", "mul_scalar", "tanh", "exp", "gelu", "relu", "sigmoid", "sqrt", "linear", "matmul",
@@ -111,9 +112,6 @@ def run_node_by_node(graph, x):
     return env
 
 
-def same_bits(got, want):
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert got.tobytes() == want.tobytes()
 
 
 graphs = st.tuples(st.lists(st.sampled_from(STEPS), min_size=1, max_size=8), st.integers(0, 2**16),
@@ -129,11 +127,11 @@ def test_graph_equals_the_function(case):
     graph = trace(fn, x)
     with polyeng.compute_eng("basic"):
         for got, want in zip(graph(x), fn(x)):
-            same_bits(got, want)
+            assert_same_tree(got, want)
     other = np.random.default_rng(seed + 1).standard_normal((batch + 1, features)).astype(dtype)
     with polyeng.compute_eng("basic"):   # another batch size
         for got, want in zip(graph(other), fn(other)):
-            same_bits(got, want)
+            assert_same_tree(got, want)
 
 
 @SETTINGS
@@ -148,7 +146,7 @@ def test_converted_graph_is_consistent(case, mixed, keep_outputs):
         outputs = converted(x)
         env = run_node_by_node(converted, x)
     for value, got in zip(converted.outputs, outputs):
-        same_bits(got, env[value.name])
+        assert_same_tree(got, env[value.name])
         assert got.dtype == value.dtype
     if keep_outputs:
         assert [v.dtype for v in converted.outputs] == [v.dtype for v in graph.outputs]

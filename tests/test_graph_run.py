@@ -10,7 +10,7 @@ import pytest
 import polyeng
 from polyeng import model_zoo
 from polyeng.graph import trace
-from support import FakeEngine, device_tensor_or_skip
+from support import FakeEngine, assert_same_tree, device_tensor_or_skip
 
 RNG = np.random.default_rng(1)
 W = (RNG.standard_normal((6, 5)) / 3).astype(np.float32)
@@ -29,15 +29,6 @@ def small_model(x):
 OPS_USED = ("linear", "gelu", "layer_norm", "mul", "add", "concat", "softmax", "tanh", "reshape", "mean")
 
 
-def assert_same(got, want):
-    if isinstance(want, (list, tuple)):
-        assert type(got) is type(want) and len(got) == len(want)
-        for g, w in zip(got, want):
-            assert_same(g, w)
-        return
-    got = polyeng.to_numpy(got)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    assert got.tobytes() == want.tobytes()
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +45,8 @@ def encoder():
 def test_results_equal_the_function_on_basic(graph):
     with polyeng.compute_eng("basic"):
         want = small_model(X)
-        assert_same(graph(X), want)
-        assert_same(graph(X), want)   # the planned run
+        assert_same_tree(graph(X), want)
+        assert_same_tree(graph(X), want)   # the planned run
 
 
 @pytest.mark.uses_ops(*OPS_USED)
@@ -64,8 +55,8 @@ def test_results_equal_the_function_on_each_engine(graph, encoder, engine):
     x = RNG.standard_normal((3, 5, 16)).astype(np.float32)
     with polyeng.compute_eng(engine):
         for _ in range(2):
-            assert_same(graph(X), small_model(X))
-            assert_same(enc(x), fn(x))
+            assert_same_tree(graph(X), small_model(X))
+            assert_same_tree(enc(x), fn(x))
 
 
 @pytest.mark.uses_ops("embedding", "lstm", "linear")
@@ -75,8 +66,8 @@ def test_lstm_language_model_equals_the_function(engine):
     graph = trace(lm, ids)
     longer = RNG.integers(0, 30, (9, 2))   # time-major: the leading dimension is the sequence
     with polyeng.compute_eng(engine):
-        assert_same(graph(ids), lm(ids))
-        assert_same(graph(longer), lm(longer))
+        assert_same_tree(graph(ids), lm(ids))
+        assert_same_tree(graph(longer), lm(longer))
 
 
 def test_each_node_runs_under_the_callers_scopes(graph, caplog):
@@ -84,7 +75,7 @@ def test_each_node_runs_under_the_callers_scopes(graph, caplog):
     with polyeng.compute_eng("numba"), polyeng.fp_math_mode("bf16"), polyeng.verbose(1):
         got = graph(X)
         want = small_model(X)
-    assert_same(got, want)
+    assert_same_tree(got, want)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("polyeng,exec,")]
     assert len(lines) == 2 * len(graph.nodes)   # one line per node, then one per direct call
     graph_lines = lines[:len(graph.nodes)]
@@ -101,9 +92,9 @@ def test_the_plan_does_not_outlive_a_change_of_scope(graph):
         strict = graph(X)
     with polyeng.compute_eng("basic"), polyeng.fp_math_mode("bf16"):
         bf16 = graph(X)
-        assert_same(bf16, small_model(X))
+        assert_same_tree(bf16, small_model(X))
     with polyeng.compute_eng("basic"):
-        assert_same(graph(X), strict)
+        assert_same_tree(graph(X), strict)
     assert strict[0].tobytes() != bf16[0].tobytes()
 
 
@@ -146,7 +137,7 @@ def test_fallback_false_raises_engine_error(graph, backends):
             graph(X)
     trace_concat = trace(lambda x: polyeng.concat([x, x]), X)
     with polyeng.compute_eng("graphpinned", fallback=False):
-        assert_same(trace_concat(X), np.concatenate([X, X]))
+        assert_same_tree(trace_concat(X), np.concatenate([X, X]))
 
 
 @pytest.mark.parametrize("batch", [1, 4, 9])
@@ -154,11 +145,11 @@ def test_another_batch_size_runs(graph, encoder, batch):
     x = RNG.standard_normal((batch, 5)).astype(np.float32)
     out = graph(x)
     assert out[0].shape == (batch, 3, 4)   # reshape with x.shape[0] follows the batch
-    assert_same(out, small_model(x))
+    assert_same_tree(out, small_model(x))
     fn, enc = encoder
     xe = RNG.standard_normal((batch, 5, 16)).astype(np.float32)
-    assert_same(enc(xe), fn(xe))   # reshape with -1
-    assert_same(graph(X), small_model(X))   # and back
+    assert_same_tree(enc(xe), fn(xe))   # reshape with -1
+    assert_same_tree(graph(X), small_model(X))   # and back
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -190,8 +181,8 @@ def test_a_failing_kernel_falls_back_with_a_warning(backends):
     fallback = [w for w in caught if issubclass(w.category, polyeng.FallbackWarning)]
     assert len(fallback) == 1 and "graphcrash" in str(fallback[0].message) and "softmax" in str(fallback[0].message)
     assert fake.calls.count("softmax") >= 2 and fake.calls.count("concat") == 2
-    assert_same(first, want)
-    assert_same(second, want)
+    assert_same_tree(first, want)
+    assert_same_tree(second, want)
 
 
 def test_a_kernel_failing_in_a_planned_run_falls_back(backends):
@@ -205,7 +196,7 @@ def test_a_kernel_failing_in_a_planned_run_falls_back(backends):
             got = graph(X)
         with polyeng.compute_eng("graphlate", fallback=False), pytest.raises(polyeng.EngineError, match="crashed"):
             graph(X)
-    assert_same(got, want)
+    assert_same_tree(got, want)
 
 
 def test_repeated_runs_reuse_the_plan(graph, monkeypatch):
@@ -216,7 +207,7 @@ def test_repeated_runs_reuse_the_plan(graph, monkeypatch):
         original = dispatch.plan_for
         monkeypatch.setattr(dispatch, "plan_for", lambda *a, **k: calls.append(a[0].name) or original(*a, **k))
         for _ in range(3):
-            assert_same(graph(X), want)
+            assert_same_tree(graph(X), want)
         assert calls == []
         other = np.ascontiguousarray(RNG.standard_normal((7, 5)).astype(np.float32))
         graph(other)
@@ -251,8 +242,8 @@ def test_device_tensors_stay_on_the_device(engine, caplog, monkeypatch):
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("polyeng,exec,")]
     assert len(lines) == 2 * len(graph.nodes)
     assert all(line.split(",")[3:5] == [engine, "layout"] and "transferred" not in line for line in lines)
-    assert_same(first, want)
-    assert_same(second, want)
+    assert_same_tree(first, want)
+    assert_same_tree(second, want)
 
 
 def test_slicing_the_leading_dimension_with_fixed_bounds_refuses_another_batch():

@@ -10,6 +10,7 @@ import pytest
 import polyeng
 from polyeng import amp, model_zoo
 from polyeng.graph import load, trace
+from support import assert_same_tree
 
 RNG = np.random.default_rng(2)
 X = RNG.standard_normal((2, 5, 16)).astype(np.float32)
@@ -26,17 +27,6 @@ def model(x):
 model_zoo_encoder = model_zoo.encoder_layer(hidden=16, heads=2, ffn=32, seed=4)
 
 
-def assert_same(got, want):
-    if isinstance(want, dict):
-        assert set(got) == set(want)
-        for k in want:
-            assert_same(got[k], want[k])
-    elif isinstance(want, (list, tuple)):
-        assert type(got) is type(want) and len(got) == len(want)
-        for g, w in zip(got, want):
-            assert_same(g, w)
-    else:
-        assert got.dtype == want.dtype and got.shape == want.shape and got.tobytes() == want.tobytes()
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +55,7 @@ def test_round_trip_gives_identical_results(which, graph, converted, tmp_path):
         assert loaded.constants[k].tobytes() == a.tobytes()
     other = RNG.standard_normal((3, 5, 16)).astype(np.float32)
     for x in (X, other):
-        assert_same(loaded(x), original(x))
+        assert_same_tree(loaded(x), original(x))
 
 
 def test_converted_graph_keeps_bf16_constants(converted, tmp_path):

@@ -6,6 +6,7 @@ import pytest
 import polyeng
 from polyeng import model_zoo
 from polyeng.graph import Graph, trace
+from support import assert_same_tree, lstm_params
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((2, 3)).astype(np.float32)
@@ -16,19 +17,6 @@ def ops_of(graph):
     return [n.op for n in graph.nodes]
 
 
-def same(got, want):
-    """Bit-identical, nested structures included."""
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and set(got) == set(want)
-        for k in want:
-            same(got[k], want[k])
-    elif isinstance(want, (list, tuple)):
-        assert type(got) is type(want) and len(got) == len(want)
-        for g, w in zip(got, want):
-            same(g, w)
-    else:
-        assert got.dtype == want.dtype and got.shape == want.shape
-        assert got.tobytes() == want.tobytes()
 
 
 def test_op_calls_are_recorded_with_their_inputs_attributes_and_types():
@@ -45,7 +33,7 @@ def test_op_calls_are_recorded_with_their_inputs_attributes_and_types():
     assert (softmax.dtype, softmax.shape) == (np.float32, (2, 4))
     assert [(v.name, v.dtype, v.shape) for v in graph.inputs] == [("x", np.float32, (2, 3))]
     assert [v.name for v in graph.outputs] == softmax.outputs
-    same(graph(X), fn(X))
+    assert_same_tree(graph(X), fn(X))
 
 
 @pytest.mark.parametrize("expr, ops", [
@@ -72,9 +60,9 @@ def test_op_calls_are_recorded_with_their_inputs_attributes_and_types():
 def test_numpy_code_on_traced_values_is_recorded(expr, ops):
     graph = trace(expr, X)
     assert ops_of(graph) == ops
-    same(graph(X), expr(X))
+    assert_same_tree(graph(X), expr(X))
     other = RNG.standard_normal(X.shape).astype(np.float32)
-    same(graph(other), expr(other))   # computed from the input, not frozen
+    assert_same_tree(graph(other), expr(other))   # computed from the input, not frozen
 
 
 def test_astype_to_float_is_a_cast_and_to_int_a_numpy_node():
@@ -152,7 +140,7 @@ def test_subgraphs_of_constants_are_folded():
     assert len(folded) == 1
     np.testing.assert_array_equal(graph.constants[folded[0]],
                                   polyeng.exp(polyeng.mul(bias, 2.0)) + polyeng.softmax(bias))
-    same(graph(X), fn(X))
+    assert_same_tree(graph(X), fn(X))
 
 
 def test_mutating_a_weight_after_tracing_does_not_change_the_graph():
@@ -160,7 +148,7 @@ def test_mutating_a_weight_after_tracing_does_not_change_the_graph():
     graph = trace(lambda x: polyeng.linear(x, weight), X)
     before = graph(X)
     weight[:] = 0
-    same(graph(X), before)
+    assert_same_tree(graph(X), before)
     assert not graph.constants["weight"].flags.writeable
 
 
@@ -172,15 +160,14 @@ def test_nested_input_and_output_structures():
     k = np.float32(2.0) * np.ones((1, 3), np.float32)
     graph = trace(fn, (a, b), extra={"k": k})
     assert [v.name for v in graph.inputs] == ["pair[0]", "pair[1]", "extra.k"]
-    same(graph((b, a), extra={"k": k + 1}), fn((b, a), extra={"k": k + 1}))
+    assert_same_tree(graph((b, a), extra={"k": k + 1}), fn((b, a), extra={"k": k + 1}))
     with pytest.raises(ValueError, match="pair"):
         graph([a], extra={"k": k})
 
 
 def test_lstm_state_structure_is_kept():
     lm = model_zoo.lstm_language_model(vocab=20, embed=8, hidden=6, seed=1)
-    params = [(lm.weights["lstm.weight_ih_l0"], lm.weights["lstm.weight_hh_l0"],
-               lm.weights["lstm.bias_ih_l0"], lm.weights["lstm.bias_hh_l0"])]
+    params = lstm_params(lm)
 
     def step(x, state):
         return polyeng.lstm(x, params, state[0], state[1])
@@ -188,7 +175,7 @@ def test_lstm_state_structure_is_kept():
     state = (np.zeros((1, 2, 6), np.float32), np.ones((1, 2, 6), np.float32))
     graph = trace(step, x, state)
     y, (h, c) = graph(x, state)
-    same((y, (h, c)), step(x, state))
+    assert_same_tree((y, (h, c)), step(x, state))
     assert [v.shape for v in graph.outputs] == [(5, 2, 6), (1, 2, 6), (1, 2, 6)]
 
 
@@ -203,7 +190,7 @@ def test_trace_arguments():
 
 def test_non_array_inputs_are_fixed_at_their_example_value():
     graph = trace(lambda x, axis: polyeng.softmax(x, axis=axis), X, 0)
-    same(graph(X, 0), polyeng.softmax(X, axis=0))
+    assert_same_tree(graph(X, 0), polyeng.softmax(X, axis=0))
     with pytest.raises(ValueError, match="axis"):
         graph(X, 1)
 
