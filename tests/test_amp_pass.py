@@ -370,3 +370,15 @@ def test_lstm_states_have_the_dtype_they_are_computed_in():
         converted = convert(graph, BF16, keep_orig_output_dtype=keep)
         y, (h, c) = converted(x, state)
         assert [y.dtype, h.dtype, c.dtype] == [v.dtype for v in converted.outputs] == [want] * 3
+
+
+def test_casts_to_a_rules_output_dtype_have_a_node_name_each():
+    params = [(RNG.standard_normal((16, 3)).astype(np.float32), RNG.standard_normal((16, 4)).astype(np.float32),
+               None, None)]
+    graph = trace(lambda x: polyeng.lstm(x, params), RNG.standard_normal((5, 2, 3)).astype(np.float32))
+    with amp.conversion_override("lstm", lambda call, d: (Category.ALLOW, "float32", "float32")):
+        converted = amp.to_mixed_precision(graph, "bfloat16", keep_orig_output_dtype=False)
+    names = [n.name for n in converted.nodes]
+    assert len(names) == len(set(names)), names
+    y, (h, c) = converted(RNG.standard_normal((5, 2, 3)).astype(np.float32))
+    assert y.dtype == h.dtype == c.dtype == F32

@@ -174,7 +174,8 @@ class _Pass:
         for name, raw in renamed.items():
             want = wanted[node.outputs.index(name)]
             shape = self.types[raw][1]
-            self.nodes.append(Node(name=f"{node.name}.out", op="cast", args={"x": Ref(raw), "dtype": want},
+            # named after the value it makes, as the other casts are
+            self.nodes.append(Node(name=name, op="cast", args={"x": Ref(raw), "dtype": want},
                                    outputs=[name], out=0, types=[(want, shape)],
                                    amp=AmpInfo("cast", f"{node.name}'s rule gives output dtype "
                                                        f"{dt.short_name(want)}")))
