@@ -31,7 +31,7 @@ from ..engine.call import Call, OPS
 from ..engine.mixed_precision import Category
 from .graph import Graph
 from .ir import AmpInfo, Node, Ref, fill, ref_names
-from .numpy_nodes import result_type as numpy_result_type
+from .numpy_nodes import MOVEMENT, result_type as numpy_result_type
 
 _CONVERTIBLE = (dt.float32, dt.float16, dt.bfloat16)
 _MISSING_MODES = {"error": "error", "warn": "warn", "ignore": "ignore", 0: "error", 1: "warn", 2: "ignore"}
@@ -72,7 +72,7 @@ def to_mixed_precision(graph, dtype="bfloat16", keep_orig_output_dtype=True, mis
     unknown = sorted(set(keep) - names)
     if unknown:
         raise ValueError(f"keep: no node named {', '.join(map(repr, unknown))} in the graph")
-    missing = Counter(n.op for n in graph.nodes if n.op not in OPS)
+    missing = Counter(n.op for n in graph.nodes if n.op not in OPS and n.op not in MOVEMENT)
     if missing and mode != "ignore":
         listed = ", ".join(f"{op} ({count} node{'s' if count > 1 else ''})" for op, count in sorted(missing.items()))
         if mode == "error":
@@ -106,7 +106,8 @@ class _Pass:
         types = {k: v for k, v in self.types.items() if k not in self.constants or k in constants}
         return Graph(inputs=self.graph.inputs, input_structure=self.graph._input_structure,
                      input_names=self.graph._input_names, nodes=self.nodes, constants=constants,
-                     output_structure=outputs, types=types, fn_name=self.graph.name)
+                     output_structure=outputs, types=types, fn_name=self.graph.name,
+                     leading_free=self.graph.leading_free)
 
     # --- casts -----------------------------------------------------------------------------------
     def as_dtype(self, name: str, dtype) -> str:
@@ -140,7 +141,7 @@ class _Pass:
         spec = OPS.get(node.op)
         if spec is None:
             category, accumulation, out_dtype, source = Category.FOLLOW, "float32", self.mixed.name, \
-                "no rule (numpy node): FOLLOW"
+                "data movement: FOLLOW" if node.op in MOVEMENT else "no rule (numpy node): FOLLOW"
         else:
             category, accumulation, out_dtype, source = self._rule(node, spec)
         to, why = self._targets(node, category, floats, computed)
@@ -197,7 +198,18 @@ class _Pass:
         for n in computed:
             if self.types[n][0] != self.mixed:
                 return "original", f"input {n} is {dt.short_name(self.types[n][0])}"
+        for n in floats:
+            if n in self.constants and self.types[n][0] != self.mixed and not self._fits(n):
+                return "original", f"constant {n} has values outside {mixed}'s finite range"
         return "mixed", f"every computed float input is {mixed}"
+
+    def _fits(self, name: str) -> bool:
+        """Whether a constant converts to the mixed dtype without finite values becoming inf."""
+        try:
+            _converted_constant(name, self.constants[name], self.mixed)
+        except ValueError:
+            return False
+        return True
 
     def _rule(self, node, spec) -> tuple:
         call = Call(spec, _placeholders(node.args, self.types, self.graph.constants))
@@ -213,7 +225,12 @@ class _Pass:
             out = numpy_result_type(node.op, args, self.types[names[0]][0] if names else node.dtype)
         else:
             concrete = _placeholders(args, self.types, self.constants)
-            out = spec.prepare(spec.validate(**concrete)).dtype
+            try:
+                out = spec.prepare(spec.validate(**concrete)).dtype
+            except (ValueError, TypeError):
+                # Shapes with dims known only at run time (an imported model's named dims) can
+                # make placeholders inconsistent; the result then follows the float inputs.
+                out = _following_dtype(node, args, self.types)
         result = []
         for i, (dtype, _) in enumerate(node.types):
             if i == 0:
@@ -223,13 +240,25 @@ class _Pass:
         return result
 
 
+def _following_dtype(node, args, types) -> np.dtype:
+    """A node's result dtype as its float inputs have it now (the first float one), for a float node."""
+    if node.dtype not in dt.FLOAT_DTYPES:
+        return node.dtype
+    for name in ref_names(args):
+        if types[name][0] in dt.FLOAT_DTYPES:
+            return types[name][0]
+    return node.dtype
+
+
 def _placeholders(args, types, constants):
     """``args`` with each computed value as a zero-strided array of its dtype and shape (no memory)
-    and each constant as itself: what validation and the rules look at."""
+    and each constant as itself: what validation and the rules look at. A dim known only at run
+    time (a name or None) is 1."""
     def value(name):
         if name in constants:
             return constants[name]
         dtype, shape = types[name]
+        shape = tuple(d if type(d) is int else 1 for d in shape)
         return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape=shape, strides=(0,) * len(shape),
                                                writeable=False)
     return fill(args, value)
@@ -255,7 +284,7 @@ def _converted_constant(name, array, dtype) -> np.ndarray:
         worst = float(np.max(np.abs(array.astype(np.float64)[overflow])))
         raise ValueError(f"constant {name}: {int(overflow.sum())} value(s) outside {np.dtype(dtype).name}'s finite "
                          f"range (largest magnitude {worst:g}); they would become inf, and polyeng does not clamp "
-                         f"silently. Keep the nodes that read it in their original dtype (keep=, or a rule), "
-                         f"or use bfloat16")
+                         f"silently. Keep the nodes that read it in their original dtype (keep=, or a rule)"
+                         + (", or use bfloat16" if np.dtype(dtype) == np.float16 else ""))
     converted.flags.writeable = False
     return converted

@@ -12,11 +12,14 @@ class Graph:
     """A function recorded as nodes of polyeng ops (see ``polyeng.graph.trace``).
 
     ``graph(*inputs)`` runs it and returns the structure ``fn`` returned. Inputs must have the
-    example's dtypes and shapes, except the leading (batch) dimension, which may differ.
+    example's dtypes and shapes, except the leading (batch) dimension, which may differ. A graph
+    whose input shapes name their dims (an imported model: ``("batch", "seq", 128)``) takes any
+    size for a named or unknown (None) dim, the same size wherever a name repeats, and exactly
+    the given size for an int dim; ``leading_free=False`` turns the leading-dimension rule off.
     """
 
     def __init__(self, *, inputs, input_structure, input_names, nodes, constants, output_structure, types,
-                 fn_name="graph"):
+                 fn_name="graph", leading_free=True):
         self._inputs = list(inputs)
         self._input_structure = input_structure     # (args template, kwargs template) with Refs
         self._input_names = list(input_names)
@@ -25,6 +28,7 @@ class Graph:
         self._output_structure = output_structure
         self._types = dict(types)                   # value name -> (dtype, shape)
         self.name = fn_name
+        self.leading_free = bool(leading_free)
         self._program = None
 
     # --- what it is ------------------------------------------------------------------------------
@@ -94,7 +98,7 @@ class Graph:
 
     def _match(self, template, value, where, found):
         if type(template) is Ref:
-            found[template.name] = self._checked_input(template.name, value, where)
+            found[template.name] = self._checked_input(template.name, value, where, found)
         elif isinstance(template, (list, tuple)):
             if not isinstance(value, (list, tuple)) or len(value) != len(template):
                 raise ValueError(f"input {where}: expected a {type(template).__name__} of {len(template)} items")
@@ -108,7 +112,7 @@ class Graph:
         elif not _same(template, value):
             raise ValueError(f"input {where}={value!r}: the graph was traced with {template!r}, a fixed value")
 
-    def _checked_input(self, name, value, where):
+    def _checked_input(self, name, value, where, found):
         dtype, shape = self._types[name]
         if not (isinstance(value, np.ndarray) or isinstance(value, registry().native_types() or ())):
             value = np.asarray(value)
@@ -116,9 +120,24 @@ class Graph:
         if got_dtype != dtype:
             raise ValueError(f"input {where} has dtype {got_dtype.name}; the graph was traced with "
                              f"{dt.short_name(dtype)} (convert it, or trace again)")
-        if len(got_shape) != len(shape) or got_shape[1:] != shape[1:]:
-            raise ValueError(f"input {where} has shape {got_shape}; the graph was traced with {shape} "
-                             f"(only the leading dimension may differ)")
+        if all(type(d) is int for d in shape):
+            free = 1 if self.leading_free else 0
+            if len(got_shape) != len(shape) or got_shape[free:] != shape[free:]:
+                rule = "only the leading dimension may differ" if free else "it takes exactly this shape"
+                raise ValueError(f"input {where} has shape {got_shape}; the graph was traced with {shape} ({rule})")
+            return value
+        if len(got_shape) != len(shape):
+            raise ValueError(f"input {where} has shape {got_shape}: {len(got_shape)} dims where the graph "
+                             f"takes {len(shape)} {_dims_text(shape)}")
+        for axis, (want, got) in enumerate(zip(shape, got_shape)):
+            if type(want) is int and want != got:
+                raise ValueError(f"input {where} has shape {got_shape}: dim {axis} is {got} where the graph "
+                                 f"takes {want} {_dims_text(shape)}")
+            if type(want) is str:
+                size, first = found.setdefault(("dim", want), (got, where))   # a named dim's size this call
+                if size != got:
+                    raise ValueError(f"input {where} has shape {got_shape}: dim {axis} ({want}) is {got}, but "
+                                     f"{want} is {size} in input {first}")
         return value
 
     # --- saving ----------------------------------------------------------------------------------
@@ -126,6 +145,10 @@ class Graph:
         """Write the graph with its constants to ``path`` (see ``polyeng.graph.load``)."""
         from .serialize import save
         save(self, path)
+
+
+def _dims_text(shape) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
 
 
 def _same(a, b) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import dtypes as dt
+from . import onnx_nodes
 
 
 def _host(x):
@@ -42,9 +43,16 @@ def negative(x):
     return np.negative(_host(x))
 
 
-RUN = {"np.getitem": getitem, "np.transpose": transpose, "np.astype": astype, "np.negative": negative}
+RUN = {"np.getitem": getitem, "np.transpose": transpose, "np.astype": astype, "np.negative": negative,
+       **onnx_nodes.RUN, "onnx.getitem": getitem}
+
+# An imported model's nodes: they only move, relabel or compute shapes, FOLLOW by nature, so
+# the pass needs no rule for them (``onnx.getitem`` is Slice or Gather with fixed indices).
+MOVEMENT = frozenset(op for op in RUN if op.startswith("onnx."))
 
 
 def result_type(op: str, args: dict, dtype) -> np.dtype:
     """The result dtype of a numpy node whose first input has ``dtype``."""
+    if op in onnx_nodes.RUN:
+        return onnx_nodes.result_type(op, args, dtype)
     return dt.as_dtype(args["dtype"]) if op == "np.astype" else np.dtype(dtype)

@@ -17,7 +17,7 @@ def _attrs_text(node) -> str:
             dims = ", ".join(["batch"] + [str(d) for d in value[1:]]) + ("," if len(value) == 1 else "")
             shown.append(f"shape=({dims})")   # shown whole: the batch's place is the point
             continue
-        if name == "key" and node.op == "np.getitem":
+        if name == "key" and node.op in ("np.getitem", "onnx.getitem"):
             text = key_text(value)
         elif isinstance(value, np.dtype) or isinstance(value, type) and issubclass(value, np.generic):
             text = short_name(np.dtype(value))

@@ -82,7 +82,7 @@ def save(graph, path) -> None:
         file = f"constants/{i}.npy"
         stored = array.view(np.uint16) if array.dtype == dt.bfloat16 else array
         buffer = io.BytesIO()
-        np.save(buffer, np.ascontiguousarray(stored), allow_pickle=False)
+        np.save(buffer, stored, allow_pickle=False)   # any layout; 0-d stays 0-d
         arrays[file] = buffer.getvalue()
         constants.append({"name": name, "file": file, "dtype": array.dtype.name, "shape": list(array.shape)})
     nodes = []
@@ -95,7 +95,7 @@ def save(graph, path) -> None:
                                                    "accumulation": node.amp.accumulation, "mixed": node.amp.mixed}})
     args_template, kwargs_template = graph._input_structure
     document = {
-        "format": FORMAT, "version": VERSION, "name": graph.name,
+        "format": FORMAT, "version": VERSION, "name": graph.name, "leading_free": graph.leading_free,
         "inputs": [{"name": v.name, "dtype": v.dtype.name, "shape": list(v.shape)} for v in graph.inputs],
         "input_names": graph._input_names,
         "input_structure": _encode([args_template, kwargs_template], "inputs"),
@@ -159,4 +159,5 @@ def load(path):
     return Graph(inputs=[Value(v["name"], dt.as_dtype(v["dtype"]), tuple(v["shape"])) for v in document["inputs"]],
                  input_structure=(tuple(args_template), kwargs_template), input_names=document["input_names"],
                  nodes=nodes, constants=constants, output_structure=_decode(document["output_structure"]),
-                 types=types, fn_name=document.get("name", "graph"))
+                 types=types, fn_name=document.get("name", "graph"),
+                 leading_free=document.get("leading_free", True))

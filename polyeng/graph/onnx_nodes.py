@@ -1,0 +1,173 @@
+"""The nodes an imported ONNX model keeps for what polyeng has no op for: shape arithmetic that
+depends on dims known only at run time, and data movement whose target shape follows from them.
+
+Each runs on the host with numpy on small integer values, except the reshapes (``onnx.reshape``,
+``onnx.squeeze``, ``onnx.unsqueeze``, ``onnx.flatten``), which compute their target from the input's
+shape and then call ``polyeng.reshape``, so a device tensor stays on its device. They only move or
+relabel values: the mixed precision pass treats them as FOLLOW without a warning.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import dtypes as dt
+
+
+def _host(x):
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.asarray(x)
+    from ..engine.api import to_numpy
+    return to_numpy(x)
+
+
+def _ints(value) -> list:
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def _axes(axes, ndim: int) -> list:
+    return sorted(a + ndim if a < 0 else a for a in _ints(axes))
+
+
+# --- shape values ------------------------------------------------------------------------------
+
+def shape(x, start=0, end=None):
+    return np.array(tuple(x.shape)[start:end], dtype=np.int64)
+
+
+def gather(data, indices, axis=0):
+    data, indices = _host(data), _host(indices)
+    return np.take(data, indices.astype(np.int64), axis=axis)
+
+
+def concat(values, axis=0):
+    return np.concatenate([_host(v) for v in values], axis=axis)
+
+
+def binary(a, b, op):
+    a, b = _host(a), _host(b)
+    if op == "add":
+        return np.add(a, b)
+    if op == "sub":
+        return np.subtract(a, b)
+    if op == "mul":
+        return np.multiply(a, b)
+    if op == "div":
+        if a.dtype.kind in "iu" and b.dtype.kind in "iu":   # ONNX integer division truncates toward zero
+            return (np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))).astype(np.result_type(a, b))
+        return np.divide(a, b)
+    if op == "equal":
+        return np.equal(a, b)
+    raise ValueError(f"onnx.binary: unknown op {op!r}")
+
+
+def range_(start, limit, delta):
+    start, limit, delta = (_host(v).reshape(()) for v in (start, limit, delta))
+    dtype = np.result_type(start, limit, delta)
+    if delta == 0:
+        raise ValueError("Range: delta is 0")
+    count = max(int(np.ceil((limit - start) / delta)), 0)
+    return (start + np.arange(count) * delta).astype(dtype)
+
+
+def constant_of_shape(shape, value):
+    return np.full(tuple(_ints(shape)), value, dtype=np.asarray(value).dtype)
+
+
+def expand(x, shape):
+    x = _host(x)
+    target = tuple(_ints(shape))
+    out = np.broadcast_shapes(x.shape, target)
+    return np.ascontiguousarray(np.broadcast_to(x, out))
+
+
+def slice_(x, starts, ends, axes=None, steps=None):
+    x = _host(x)
+    starts, ends = _ints(starts), _ints(ends)
+    axes = list(range(len(starts))) if axes is None else _ints(axes)
+    steps = [1] * len(starts) if steps is None else _ints(steps)
+    key = [slice(None)] * x.ndim
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        if step == 0:
+            raise ValueError("Slice: a step is 0")
+        key[axis + x.ndim if axis < 0 else axis] = slice(start, end, step)
+    return x[tuple(key)]
+
+
+def astype(x, dtype):
+    return _host(x).astype(dt.as_dtype(dtype) if isinstance(dtype, str) else dtype)
+
+
+def where(then, else_, cond):
+    return np.where(_host(cond), _host(then), _host(else_))
+
+
+# --- reshapes on the input's device ------------------------------------------------------------
+
+def _reshape(x, target):
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.asarray(x).reshape(target)
+    from ..ops import reshape as polyeng_reshape
+    return polyeng_reshape(x, target)
+
+
+def reshape_target(have, shape, allowzero=0) -> tuple:
+    """ONNX Reshape's target: 0 copies the input's dim at that position unless ``allowzero``."""
+    target = _ints(shape)
+    if not allowzero:
+        for i, d in enumerate(target):
+            if d == 0:
+                if i >= len(have):
+                    raise ValueError(f"Reshape: shape {tuple(target)} copies dim {i} of an input of rank {len(have)}")
+                target[i] = have[i]
+    elif 0 in target and -1 in target:
+        raise ValueError(f"Reshape: shape {tuple(target)} has both 0 (allowzero) and -1")
+    return tuple(target)
+
+
+def reshape(x, shape, allowzero=0):
+    return _reshape(x, reshape_target(tuple(x.shape), shape, allowzero))
+
+
+def unsqueeze(x, axes):
+    have = list(x.shape)
+    for axis in _axes(axes, len(have) + len(_ints(axes))):
+        have.insert(axis, 1)
+    return _reshape(x, tuple(have))
+
+
+def squeeze(x, axes=None):
+    have = tuple(x.shape)
+    if axes is None:
+        return _reshape(x, tuple(d for d in have if d != 1))
+    drop = _axes(axes, len(have))
+    for axis in drop:
+        if have[axis] != 1:
+            raise ValueError(f"Squeeze: dim {axis} of an input of shape {have} is not 1")
+    return _reshape(x, tuple(d for i, d in enumerate(have) if i not in drop))
+
+
+def flatten(x, axis=1):
+    have = tuple(x.shape)
+    axis = axis + len(have) if axis < 0 else axis
+    return _reshape(x, (int(np.prod(have[:axis], dtype=np.int64)), int(np.prod(have[axis:], dtype=np.int64))))
+
+
+RUN = {
+    "onnx.shape": shape, "onnx.gather": gather, "onnx.concat": concat, "onnx.binary": binary,
+    "onnx.range": range_, "onnx.constant_of_shape": constant_of_shape, "onnx.expand": expand,
+    "onnx.slice": slice_, "onnx.astype": astype, "onnx.where": where, "onnx.reshape": reshape,
+    "onnx.unsqueeze": unsqueeze, "onnx.squeeze": squeeze, "onnx.flatten": flatten,
+}
+
+def result_type(op: str, args: dict, dtype) -> np.dtype:
+    """The result dtype of a node whose first input has ``dtype`` (``onnx.where`` lists ``then``
+    first, the condition last)."""
+    if op == "onnx.shape":
+        return np.dtype(np.int64)
+    if op == "onnx.astype":
+        return dt.as_dtype(args["dtype"])
+    if op == "onnx.constant_of_shape":
+        return np.asarray(args["value"]).dtype
+    if op == "onnx.binary" and args.get("op") == "equal":
+        return np.dtype(np.bool_)
+    return np.dtype(dtype)
