@@ -1,0 +1,123 @@
+"""``load``: an ONNX model to a polyeng Graph, node by node, with every unsupported node reported."""
+from __future__ import annotations
+
+from ..graph.graph import Graph
+from ..graph.ir import Ref
+from . import model as onnx_model
+from . import ops_math, ops_nn, ops_shape, patterns
+import numpy as np
+
+from .builder import Builder, Unsupported, Val, const
+from .context import OnnxNode
+
+CONVERTERS = {**ops_math.CONVERTERS, **ops_shape.CONVERTERS, **ops_nn.CONVERTERS}
+
+
+def supported_ops() -> list:
+    """The ONNX op types ``load`` converts (each with the attribute limits docs/onnx.md lists)."""
+    return sorted(CONVERTERS)
+
+
+def load(model) -> Graph:
+    """An ONNX model (a path, bytes or ``onnx.ModelProto``) as a polyeng ``Graph``.
+
+    The graph takes the model's inputs positionally, in the model's order (initializers are not
+    inputs), and returns one array for a model with one output, else a tuple in the model's
+    output order. Dims the model names may take any size (the same wherever a name repeats).
+    A model with nodes polyeng cannot run is one ValueError listing every such node by op type
+    and name, with the reason.
+    """
+    proto = onnx_model.read(model)
+    opset = onnx_model.opset(proto)
+    types = onnx_model.infer_types(proto)
+    g = proto.graph
+    b = Builder(types)
+    initializers = set()
+    for init in g.initializer:
+        initializers.add(init.name)
+        b.set(init.name, const(onnx_model.to_array(init), name=init.name))
+    inputs = []
+    for vi in g.input:
+        if vi.name in initializers:   # older models list initializers among the inputs too
+            continue
+        found = onnx_model._type_of(vi)
+        if found is None or found[0] is None or found[1] is None:
+            raise ValueError(f"graph input {vi.name!r} has no tensor type with a shape; polyeng needs both")
+        inputs.append(b.input(vi.name, *found))
+    names = _node_names(g.node)
+    b.output_names = {vi.name for vi in g.output}
+    plan = patterns.Fusions(g.node, b)
+    problems = []
+    for i, node in enumerate(g.node):
+        if plan.skipped(i):
+            continue
+        n = OnnxNode(node, names[i], onnx_model.attributes(node), b, opset)
+        b.current = n
+        try:
+            if node.domain not in ("", "ai.onnx"):
+                raise Unsupported(f"an op of domain {node.domain!r} (polyeng runs the default ONNX domain)")
+            if not plan.fuse(i, n):
+                converter = CONVERTERS.get(node.op_type)
+                if converter is None:
+                    raise Unsupported("polyeng has no op for it")
+                converter(n)
+        except (Unsupported, ValueError, TypeError) as exc:   # TypeError, ValueError: an op refusing arguments
+            problems.append(f"{node.op_type} {names[i]!r}: {exc}")
+            _stand_in(n)
+    if problems:
+        count = f"{len(problems)} node{'s' if len(problems) > 1 else ''}"
+        raise ValueError(f"the model has {count} polyeng cannot run:\n  " + "\n  ".join(problems))
+    outputs = []
+    for vi in g.output:
+        if vi.name not in b.values:
+            raise ValueError(f"graph output {vi.name!r} is not computed by any node")
+        outputs.append(b.ref(b.get(vi.name)))
+    nodes = _live(b.nodes, outputs)
+    used = {n for node in nodes for n in node.inputs} | {r.name for r in outputs}
+    constants = {k: v for k, v in b.constants.items() if k in used}
+    types_used = {k: v for k, v in b.graph_types.items()
+                  if k not in b.constants or k in constants}
+    structure = outputs[0] if len(outputs) == 1 else tuple(outputs)
+    return Graph(inputs=[_value(v, b) for v in inputs], input_structure=(tuple(Ref(v.name) for v in inputs), {}),
+                 input_names=[v.name for v in inputs], nodes=nodes, constants=constants, output_structure=structure,
+                 types=types_used, fn_name=g.name or "model", leading_free=False)
+
+
+def _stand_in(n) -> None:
+    """Outputs for a node that cannot run, typed as inference says, so the nodes after it are
+    still checked and every unsupported node is reported (the graph is never built)."""
+    for i, name in enumerate(n.output_names):
+        if name and name not in n.b.values:
+            dtype, shape = n.b.types.dtype(name), n.b.types.shape(name)
+            n.b.set(name, Val("data", np.dtype(dtype or np.float32), shape, name=name))
+
+
+def _value(val, b):
+    from ..graph.ir import Value
+    dtype, shape = b.graph_types[val.name]
+    return Value(val.name, dtype, shape)
+
+
+def _node_names(nodes) -> list:
+    """Each node's name, made unique (exporters leave names empty or repeat them)."""
+    seen, names = set(), []
+    for i, node in enumerate(nodes):
+        name = node.name or f"{node.op_type}_{i}"
+        base, k = name, 1
+        while name in seen:
+            name, k = f"{base}_{k}", k + 1
+        seen.add(name)
+        names.append(name)
+    return names
+
+
+def _live(nodes, outputs) -> list:
+    """The nodes an output depends on (folding and fusion leave others behind)."""
+    needed = {r.name for r in outputs}
+    kept = []
+    for node in reversed(nodes):
+        if any(name in needed for name in node.outputs):
+            kept.append(node)
+            needed.update(node.inputs)
+    return kept[::-1]
+

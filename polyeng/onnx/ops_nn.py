@@ -1,0 +1,233 @@
+"""Pooling, Resize and LSTM: the ONNX ops whose attributes map onto polyeng's PyTorch-style ops."""
+from __future__ import annotations
+
+import numpy as np
+
+from .builder import Unsupported, Val, const
+from .context import OnnxNode
+
+# ONNX orders LSTM gates i, o, f, c; polyeng (as PyTorch) i, f, g, o with g ONNX's c.
+GATES_FROM_ONNX = (0, 2, 3, 1)
+
+
+def _pads(n: OnnxNode, spatial: int, kernel: tuple) -> tuple:
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    if auto_pad not in ("NOTSET", "VALID"):
+        raise Unsupported(f"auto_pad={auto_pad!r} is not supported (give explicit pads)")
+    pads = [int(p) for p in (n.attr("pads") or [0] * (2 * spatial))] if auto_pad == "NOTSET" else [0] * (2 * spatial)
+    begin, end = tuple(pads[:spatial]), tuple(pads[spatial:])
+    if begin != end:
+        raise Unsupported(f"pads={pads} are not the same at both ends (polyeng pads symmetrically)")
+    for p, k in zip(begin, kernel):
+        if p > k // 2:
+            raise Unsupported(f"pads={pads}: a pad larger than half the kernel {list(kernel)}")
+    return begin
+
+
+def _spatial(n: OnnxNode, x: Val) -> int:
+    if x.rank not in (4, 5):
+        raise Unsupported(f"a {x.rank}-D input; polyeng pools 4-D (N, C, H, W) and 5-D inputs")
+    return x.rank - 2
+
+
+def max_pool(n: OnnxNode) -> None:
+    x = n.need(0, "X")
+    spatial = _spatial(n, x)
+    n.refuse_attrs(storage_order=0)
+    if n.used(1):
+        raise Unsupported("the Indices output is not computed")
+    kernel = tuple(int(k) for k in n.attr("kernel_shape"))
+    args = {"x": x, "kernel_size": kernel, "stride": tuple(int(s) for s in n.attr("strides", [1] * spatial)),
+            "padding": _pads(n, spatial, kernel), "dilation": tuple(int(d) for d in n.attr("dilations", [1] * spatial)),
+            "ceil_mode": bool(n.attr("ceil_mode", 0))}
+    n.emit("max_pool2d" if spatial == 2 else "max_pool3d", args)
+
+
+def average_pool(n: OnnxNode) -> None:
+    x = n.need(0, "X")
+    spatial = _spatial(n, x)
+    n.refuse_attrs(dilations=lambda v: all(int(d) == 1 for d in v))
+    kernel = tuple(int(k) for k in n.attr("kernel_shape"))
+    args = {"x": x, "kernel_size": kernel, "stride": tuple(int(s) for s in n.attr("strides", [1] * spatial)),
+            "padding": _pads(n, spatial, kernel), "ceil_mode": bool(n.attr("ceil_mode", 0)),
+            "count_include_pad": bool(n.attr("count_include_pad", 0))}
+    n.emit("avg_pool2d" if spatial == 2 else "avg_pool3d", args)
+
+
+def resize(n: OnnxNode) -> None:
+    x = n.need(0, "X")
+    mode = n.attr("mode", "nearest")
+    ctm = n.attr("coordinate_transformation_mode", "half_pixel")
+    n.refuse_attrs(antialias=0, exclude_outside=0, keep_aspect_ratio_policy="stretch")
+    if n.attr("axes") is not None:
+        raise Unsupported("axes is not supported (give scales or sizes for every dim)")
+    if x.rank is None or x.rank < 3:
+        raise Unsupported("the input needs (N, C, spatial...) dims of known rank")
+    spatial = x.rank - 2
+    scales = n.const(2, "scales") if n.has(2) else None
+    sizes = n.const(3, "sizes") if n.has(3) else None
+    if scales is not None and scales.size == 0:
+        scales = None
+    if (scales is None) == (sizes is None):
+        raise Unsupported("give exactly one of scales and sizes")
+    if scales is not None:
+        scales = [float(s) for s in scales]
+        if scales[:2] != [1.0, 1.0]:
+            raise Unsupported(f"scales={scales} resize the batch or channel dim")
+        factor, size = tuple(scales[2:]), None
+        out_dims = [int(np.floor(d * s)) if type(d) is int else None for d, s in zip(x.shape[2:], factor)]
+    else:
+        sizes = [int(s) for s in sizes]
+        for d, s in zip(x.shape[:2], sizes[:2]):
+            if type(d) is int and d != s:
+                raise Unsupported(f"sizes={sizes} resize the batch or channel dim")
+        factor, size = None, tuple(sizes[2:])
+        out_dims = list(size)
+    if mode == "nearest":
+        nearest_mode = n.attr("nearest_mode", "round_prefer_floor")
+        if ctm != "asymmetric" or nearest_mode != "floor":
+            raise Unsupported(f"mode='nearest' with coordinate_transformation_mode={ctm!r} and "
+                              f"nearest_mode={nearest_mode!r}; polyeng computes 'asymmetric' with 'floor' "
+                              f"(PyTorch's nearest)")
+        n.emit("upsample_nearest", {"x": x, "size": size, "scale_factor": factor})
+        return
+    if mode != "linear":
+        raise Unsupported(f"mode={mode!r} is not supported (nearest and linear are)")
+    if spatial != 2:
+        raise Unsupported(f"mode='linear' on {spatial} spatial dims; polyeng interpolates 2 (bilinear)")
+    if ctm == "align_corners":
+        align = True
+    elif ctm == "half_pixel":
+        align = False
+    elif ctm == "pytorch_half_pixel":
+        # as half_pixel except that an output dim of 1 reads source 0, which is align_corners' rule
+        if all(d == 1 for d in out_dims):
+            align = True
+        elif any(d is None or d == 1 for d in out_dims) and (factor is None or min(factor) < 2.0):
+            raise Unsupported("coordinate_transformation_mode='pytorch_half_pixel' where an output dim may be "
+                              "1 (fixed sizes that are not 1, or scales of 2 or more, are supported)")
+        else:
+            align = False
+    else:
+        raise Unsupported(f"coordinate_transformation_mode={ctm!r} is not supported with mode='linear' "
+                          f"(half_pixel, pytorch_half_pixel and align_corners are)")
+    n.emit("upsample_bilinear2d", {"x": x, "size": size, "scale_factor": factor, "align_corners": align})
+
+
+def lstm(n: OnnxNode) -> None:
+    x = n.need(0, "X")
+    W, R = n.const(1, "W"), n.const(2, "R")
+    if W is None or R is None:
+        raise Unsupported("W and R are needed")
+    B = n.const(3, "B")
+    direction = n.attr("direction", "forward")
+    dirs = 2 if direction == "bidirectional" else 1
+    hidden = int(n.attr("hidden_size", R.shape[-1]))
+    layout = int(n.attr("layout", 0))
+    _refuse_lstm_attrs(n, dirs)
+    if n.has(4):
+        _check_full_lengths(n, x, layout)
+    if n.has(7):
+        peephole = n.const(7, "P")
+        if np.any(peephole):
+            raise Unsupported("peephole weights (P) are not supported")
+    params = []
+    for d in range(dirs):
+        w_ih, w_hh = _reordered(W[d], hidden), _reordered(R[d], hidden)
+        b = None
+        if B is not None:
+            b = _reordered(B[d, :4 * hidden], hidden) + _reordered(B[d, 4 * hidden:], hidden)
+        params.append((const(w_ih, f"{n.name}.w_ih{d}"), const(w_hh, f"{n.name}.w_hh{d}"),
+                       None if b is None else const(b.astype(W.dtype), f"{n.name}.b{d}"), None))
+    h0, c0 = _state(n, 5, layout), _state(n, 6, layout)
+    time_axis = 1 if layout else 0
+    if direction == "reverse":
+        x = _flip(n, x, time_axis, "X_reversed")
+    dtype = np.dtype(x.dtype)
+    y_shape, h_shape = _lstm_shapes(n, x, layout, dirs, hidden)
+    y, h_n, c_n = n.b.emit("lstm", {"x": x, "params": params, "h0": h0, "c0": c0, "batch_first": bool(layout),
+                                    "bidirectional": dirs == 2},
+                           [(dtype, y_shape), (dtype, h_shape), (dtype, h_shape)],
+                           names=[f"{n.name}.y", f"{n.name}.h", f"{n.name}.c"], out=(0, (1, 2)), node_name=n.name)
+    if direction == "reverse":
+        y = _flip(n, y, time_axis, "y_in_order")
+    if n.used(0):
+        if dirs == 1:
+            axis = 2 if layout else 1
+            (Y,) = n.b.emit("onnx.unsqueeze", {"x": y, "axes": (axis,)}, [n.out_type(0, dtype)],
+                            names=[n.output_names[0]])
+            Y.unsqueezed = (y, (axis,))
+        else:
+            target = const(np.array([0, 0, 2, hidden], dtype=np.int64))
+            split_shape = None if y_shape is None else tuple(y_shape[:2]) + (2, hidden)
+            (Y,) = n.b.emit("onnx.reshape", {"x": y, "shape": target, "allowzero": 0}, [(dtype, split_shape)],
+                            names=[f"{n.name}.y4"])
+            if not layout:
+                (Y,) = n.b.emit("permute_contiguous", {"x": Y, "dims": (0, 2, 1, 3)}, [n.out_type(0, dtype)],
+                                names=[n.output_names[0]])
+        n.set(0, Y)
+    for i, state in ((1, h_n), (2, c_n)):
+        if n.used(i):
+            if layout:
+                (state,) = n.b.emit("permute_contiguous", {"x": state, "dims": (1, 0, 2)}, [n.out_type(i, dtype)],
+                                    names=[n.output_names[i]])
+            n.set(i, state)
+
+
+def _refuse_lstm_attrs(n: OnnxNode, dirs: int) -> None:
+    if n.attr("clip") is not None:
+        raise Unsupported(f"clip={n.attr('clip')} is not supported")
+    if int(n.attr("input_forget", 0)):
+        raise Unsupported("input_forget=1 is not supported")
+    activations = n.attr("activations")
+    if activations is not None and [a.lower() for a in activations] != ["sigmoid", "tanh", "tanh"] * dirs:
+        raise Unsupported(f"activations={list(activations)} (polyeng computes Sigmoid, Tanh, Tanh)")
+    for name in ("activation_alpha", "activation_beta"):
+        if n.attr(name) is not None:
+            raise Unsupported(f"{name} is not supported")
+
+
+def _check_full_lengths(n: OnnxNode, x: Val, layout: int) -> None:
+    lengths = n.const(4, "sequence_lens")
+    if lengths is None:
+        return
+    seq = None if x.shape is None else x.shape[1 if layout else 0]
+    if type(seq) is not int:
+        raise Unsupported("sequence_lens on a model whose sequence length varies (only full lengths are "
+                          "supported, and they cannot be checked here)")
+    if np.any(lengths != seq):
+        raise Unsupported(f"sequence_lens={lengths.tolist()} are not all the full length {seq}")
+
+
+def _reordered(weights: np.ndarray, hidden: int) -> np.ndarray:
+    blocks = [weights[g * hidden:(g + 1) * hidden] for g in range(4)]
+    return np.ascontiguousarray(np.concatenate([blocks[g] for g in GATES_FROM_ONNX], axis=0))
+
+
+def _state(n: OnnxNode, i: int, layout: int):
+    v = n.val(i)
+    if v is None or v.zero:
+        return None
+    if layout:
+        shape = None if v.shape is None else (v.shape[1], v.shape[0], v.shape[2])
+        (v,) = n.b.emit("permute_contiguous", {"x": v, "dims": (1, 0, 2)}, [(v.dtype, shape)],
+                        names=[f"{n.name}.state{i}"])
+    return v
+
+
+def _flip(n: OnnxNode, v: Val, axis: int, what: str) -> Val:
+    key = (slice(None),) * axis + (slice(None, None, -1),)
+    (flipped,) = n.b.emit("onnx.getitem", {"x": v, "key": key if axis else key[0]}, [(v.dtype, v.shape)],
+                          names=[f"{n.name}.{what}"])
+    return flipped
+
+
+def _lstm_shapes(n: OnnxNode, x: Val, layout: int, dirs: int, hidden: int):
+    if x.shape is None:
+        return None, None
+    first, second = x.shape[0], x.shape[1]
+    batch = second if not layout else first
+    return (first, second, dirs * hidden), (dirs, batch, hidden)
+
+
+CONVERTERS = {"MaxPool": max_pool, "AveragePool": average_pool, "Resize": resize, "LSTM": lstm}
