@@ -152,12 +152,50 @@ def flatten(x, axis=1):
     return _reshape(x, (int(np.prod(have[:axis], dtype=np.int64)), int(np.prod(have[axis:], dtype=np.int64))))
 
 
+def resize(x, scales, sizes, mode, ctm):
+    """Resize with scales or sizes known only at run time (computed from named dims)."""
+    from ..onnx.ops_nn import resize_arguments
+    from ..ops import upsample_bilinear2d, upsample_nearest
+    factor, size = resize_arguments(tuple(x.shape), None if scales is None else _host(scales),
+                                    None if sizes is None else _host(sizes))
+    if mode == "nearest":
+        return upsample_nearest(x, size=size, scale_factor=factor)
+    out = size or tuple(int(np.floor(d * f)) for d, f in zip(x.shape[2:], factor))
+    align = ctm == "align_corners"
+    if ctm == "pytorch_half_pixel" and 1 in out:
+        if any(d != 1 for d in out):
+            raise ValueError(f"Resize: coordinate_transformation_mode='pytorch_half_pixel' to {out}: an output dim "
+                             f"of 1 beside one that is not is not supported")
+        align = True
+    return upsample_bilinear2d(x, size=size, scale_factor=factor, align_corners=align)
+
+
+def wrap_indices(ids, rows):
+    """ONNX Gather's negative indices counted from the end, as ``embedding`` takes them."""
+    if isinstance(ids, np.ndarray) and ids.size and ids.min() < 0:
+        return np.where(ids < 0, ids + rows, ids)
+    return ids
+
+
 RUN = {
     "onnx.shape": shape, "onnx.gather": gather, "onnx.concat": concat, "onnx.binary": binary,
     "onnx.range": range_, "onnx.constant_of_shape": constant_of_shape, "onnx.expand": expand,
     "onnx.slice": slice_, "onnx.astype": astype, "onnx.where": where, "onnx.reshape": reshape,
-    "onnx.unsqueeze": unsqueeze, "onnx.squeeze": squeeze, "onnx.flatten": flatten,
+    "onnx.unsqueeze": unsqueeze, "onnx.squeeze": squeeze, "onnx.flatten": flatten, "onnx.resize": resize,
+    "onnx.wrap_indices": wrap_indices,
 }
+
+
+def _arrays_out(fn):
+    """numpy returns scalars for 0-d results; graph values are arrays."""
+    def run(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        return np.asarray(result) if isinstance(result, np.generic) else result
+    run.__name__ = fn.__name__
+    return run
+
+
+RUN = {op: _arrays_out(fn) for op, fn in RUN.items()}
 
 def result_type(op: str, args: dict, dtype) -> np.dtype:
     """The result dtype of a node whose first input has ``dtype`` (``onnx.where`` lists ``then``

@@ -262,10 +262,27 @@ def where(n: OnnxNode) -> None:
     cond, then, else_ = n.need(0, "condition"), n.need(1, "X"), n.need(2, "Y")
     if np.dtype(cond.dtype) != np.bool_:
         raise Unsupported("the condition is not bool")
-    if _any_data(cond, then, else_):
+    if _any_data(cond, then, else_) and not _condition_grows(cond, then, else_):
         n.emit("select", {"cond": cond, "then": then, "else_": else_})
     else:
         n.emit("onnx.where", {"then": then, "else_": else_, "cond": cond}, dtype=then.dtype)
+
+
+def _condition_grows(cond: Val, then: Val, else_: Val) -> bool:
+    """Whether the condition may broadcast the values to a larger shape (ONNX allows it, polyeng's
+    select does not: such a Where runs on the host)."""
+    if cond.shape is None or then.shape is None or else_.shape is None:
+        return True
+    rank = max(len(then.shape), len(else_.shape))
+    if len(cond.shape) > rank:
+        return True
+    values = [[1] * (rank - len(s)) + list(s) for s in (then.shape, else_.shape)]
+    for axis, c in enumerate([1] * (rank - len(cond.shape)) + list(cond.shape)):
+        if c != 1 and all(v[axis] == 1 for v in values):
+            return True
+        if type(c) is not int and c is not None and all(v[axis] != c and type(v[axis]) is int for v in values):
+            return True
+    return False
 
 
 def concat(n: OnnxNode) -> None:

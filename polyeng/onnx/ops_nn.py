@@ -64,54 +64,60 @@ def resize(n: OnnxNode) -> None:
     if x.rank is None or x.rank < 3:
         raise Unsupported("the input needs (N, C, spatial...) dims of known rank")
     spatial = x.rank - 2
-    scales = n.const(2, "scales") if n.has(2) else None
-    sizes = n.const(3, "sizes") if n.has(3) else None
-    if scales is not None and scales.size == 0:
-        scales = None
-    if (scales is None) == (sizes is None):
-        raise Unsupported("give exactly one of scales and sizes")
-    if scales is not None:
-        scales = [float(s) for s in scales]
-        if scales[:2] != [1.0, 1.0]:
-            raise Unsupported(f"scales={scales} resize the batch or channel dim")
-        factor, size = tuple(scales[2:]), None
-        out_dims = [int(np.floor(d * s)) if type(d) is int else None for d, s in zip(x.shape[2:], factor)]
-    else:
-        sizes = [int(s) for s in sizes]
-        for d, s in zip(x.shape[:2], sizes[:2]):
-            if type(d) is int and d != s:
-                raise Unsupported(f"sizes={sizes} resize the batch or channel dim")
-        factor, size = None, tuple(sizes[2:])
-        out_dims = list(size)
     if mode == "nearest":
         nearest_mode = n.attr("nearest_mode", "round_prefer_floor")
         if ctm != "asymmetric" or nearest_mode != "floor":
             raise Unsupported(f"mode='nearest' with coordinate_transformation_mode={ctm!r} and "
                               f"nearest_mode={nearest_mode!r}; polyeng computes 'asymmetric' with 'floor' "
                               f"(PyTorch's nearest)")
+    elif mode == "linear":
+        if spatial != 2:
+            raise Unsupported(f"mode='linear' on {spatial} spatial dims; polyeng interpolates 2 (bilinear)")
+        if ctm not in ("align_corners", "half_pixel", "pytorch_half_pixel"):
+            raise Unsupported(f"coordinate_transformation_mode={ctm!r} is not supported with mode='linear' "
+                              f"(half_pixel, pytorch_half_pixel and align_corners are)")
+    else:
+        raise Unsupported(f"mode={mode!r} is not supported (nearest and linear are)")
+    scales, sizes = n.val(2), n.val(3)
+    if scales is not None and scales.is_const and scales.array.size == 0:
+        scales = None
+    if (scales is None) == (sizes is None):
+        raise Unsupported("give exactly one of scales and sizes")
+    given = scales if scales is not None else sizes
+    if not given.is_const:   # sizes or scales computed from named dims: the resize reads them at run time
+        n.emit("onnx.resize", {"x": x, "scales": scales, "sizes": sizes, "mode": mode, "ctm": ctm})
+        return
+    factor, size = resize_arguments(x.shape, None if scales is None else scales.array,
+                                    None if sizes is None else sizes.array, Unsupported)
+    if mode == "nearest":
         n.emit("upsample_nearest", {"x": x, "size": size, "scale_factor": factor})
         return
-    if mode != "linear":
-        raise Unsupported(f"mode={mode!r} is not supported (nearest and linear are)")
-    if spatial != 2:
-        raise Unsupported(f"mode='linear' on {spatial} spatial dims; polyeng interpolates 2 (bilinear)")
-    if ctm == "align_corners":
-        align = True
-    elif ctm == "half_pixel":
-        align = False
-    elif ctm == "pytorch_half_pixel":
+    out_dims = list(size) if size is not None else \
+        [int(np.floor(d * s)) if type(d) is int else None for d, s in zip(x.shape[2:], factor)]
+    align = ctm == "align_corners"
+    if ctm == "pytorch_half_pixel":
         # as half_pixel except that an output dim of 1 reads source 0, which is align_corners' rule
         if all(d == 1 for d in out_dims):
             align = True
         elif any(d is None or d == 1 for d in out_dims) and (factor is None or min(factor) < 2.0):
             raise Unsupported("coordinate_transformation_mode='pytorch_half_pixel' where an output dim may be "
                               "1 (fixed sizes that are not 1, or scales of 2 or more, are supported)")
-        else:
-            align = False
-    else:
-        raise Unsupported(f"coordinate_transformation_mode={ctm!r} is not supported with mode='linear' "
-                          f"(half_pixel, pytorch_half_pixel and align_corners are)")
     n.emit("upsample_bilinear2d", {"x": x, "size": size, "scale_factor": factor, "align_corners": align})
+
+
+def resize_arguments(shape, scales, sizes, error=ValueError):
+    """(scale_factor, size) for polyeng's upsample ops from Resize's scales or sizes, which may
+    not resize the batch or channel dim."""
+    if scales is not None:
+        scales = [float(s) for s in np.asarray(scales).reshape(-1)]
+        if scales[:2] != [1.0, 1.0]:
+            raise error(f"scales={scales} resize the batch or channel dim")
+        return tuple(scales[2:]), None
+    sizes = [int(s) for s in np.asarray(sizes).reshape(-1)]
+    for d, s in zip(shape[:2], sizes[:2]):
+        if type(d) is int and d != s:
+            raise error(f"sizes={sizes} resize the batch or channel dim")
+    return None, tuple(sizes[2:])
 
 
 def lstm(n: OnnxNode) -> None:

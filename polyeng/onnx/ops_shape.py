@@ -57,7 +57,10 @@ def gather(n: OnnxNode) -> None:
         raise Unsupported("indices are not integers")
     if data.is_const and data.array.ndim == 2 and axis == 0 and data.array.dtype.kind == "f" \
             and not indices.is_const:
-        n.emit("embedding", {"ids": indices, "weight": data})
+        rows = data.array.shape[0]
+        (ids,) = n.b.emit("onnx.wrap_indices", {"ids": indices, "rows": rows}, [(indices.dtype, indices.shape)],
+                          names=[f"{n.name}.ids"])
+        n.emit("embedding", {"ids": ids, "weight": data})
         return
     rank = data.rank
     if rank is not None:

@@ -1,7 +1,8 @@
-"""Exporter idioms recognised as one polyeng op: a linear layer written MatMul + Add, and GELU
+"""Exporter idioms recognised as one polyeng op: a linear layer written MatMul + Add; GELU
 written with Erf (``x * 0.5 * (1 + erf(x / sqrt(2)))``) or Tanh
 (``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``), in the orders both PyTorch
-exporters write them.
+exporters write them; and layer norm written out before opset 17 had LayerNormalization
+(``d = x - mean(x); d / sqrt(mean(d**2) + eps)``, then ``* weight + bias``).
 
 A pattern is taken only when every intermediate value it swallows has no other reader, so
 skipping those nodes changes nothing else. Nodes that fed the pattern from before it (the
@@ -50,6 +51,8 @@ class Fusions:
             return self._linear(i, n)
         if op in ("Erf", "Tanh"):
             return self._gelu(i, n)
+        if op == "ReduceMean":
+            return self._layer_norm(i, n)
         return False
 
     # --- graph questions -------------------------------------------------------------------------
@@ -204,6 +207,97 @@ class Fusions:
             if sum(have.values()) > 1:
                 return None
         return None
+
+
+    # --- layer norm ----------------------------------------------------------------------------------
+    def _array(self, name: str):
+        val = self.b.values.get(name)
+        if val is not None and val.is_const:
+            return val.array
+        i = self.producer.get(name)
+        if i is not None and self.nodes[i].op_type == "Constant":
+            from .model import attributes
+            value = attributes(self.nodes[i]).get("value")
+            return None if value is None else np.asarray(value)
+        return None
+
+    def _mean_axes(self, node, opset: int):
+        from .model import attributes
+        attrs = attributes(node)
+        if int(attrs.get("keepdims", 1)) != 1:
+            return None
+        if opset >= 18:
+            axes = self._array(node.input[1]) if len(node.input) > 1 and node.input[1] else None
+            return None if axes is None else tuple(int(a) for a in axes.reshape(-1))
+        axes = attrs.get("axes")
+        return None if axes is None else tuple(int(a) for a in axes)
+
+    def _next(self, name: str, op_type: str):
+        j = self._only_reader(name)
+        return None if j is None or self.nodes[j].op_type != op_type else j
+
+    def _layer_norm(self, i: int, n: OnnxNode) -> bool:
+        x_name = n.input_names[0]
+        x = self.b.values.get(x_name)
+        axes = self._mean_axes(self.nodes[i], n.opset)
+        if x is None or x.is_const or x.rank is None or axes is None or np.dtype(x.dtype).kind != "f":
+            return False
+        axes = tuple(sorted(a + x.rank if a < 0 else a for a in axes))
+        if axes != tuple(range(x.rank - len(axes), x.rank)):
+            return False
+        normalized = tuple(x.shape[x.rank - len(axes):])
+        if any(type(d) is not int for d in normalized):
+            return False
+        sub = self._next(n.output_names[0], "Sub")
+        if sub is None or list(self.nodes[sub].input) != [x_name, n.output_names[0]]:
+            return False
+        d = self.nodes[sub].output[0]
+        readers = self.consumers.get(d, [])
+        if len(readers) != 2 or d in self.b.output_names:
+            return False
+        square = next((j for j in readers if self.nodes[j].op_type in ("Pow", "Mul")), None)
+        divide = next((j for j in readers if self.nodes[j].op_type == "Div"), None)
+        if square is None or divide is None or list(self.nodes[divide].input)[0] != d:
+            return False
+        names, k = self._factors(self.nodes[square].output[0])
+        if names != Counter({d: 2}) or k != 1.0:
+            return False
+        chain = [sub, square, divide]
+        mean2 = self._next(self.nodes[square].output[0], "ReduceMean")
+        if mean2 is None or self._mean_axes(self.nodes[mean2], n.opset) not in (axes, tuple(a - x.rank for a in axes)):
+            return False
+        add = self._next(self.nodes[mean2].output[0], "Add")
+        if add is None:
+            return False
+        eps_name = [v for v in self.nodes[add].input if v != self.nodes[mean2].output[0]]
+        eps = self._scalar(eps_name[0]) if len(eps_name) == 1 else None
+        sqrt = self._next(self.nodes[add].output[0], "Sqrt")
+        if eps is None or sqrt is None or self._next(self.nodes[sqrt].output[0], "Div") != divide \
+                or list(self.nodes[divide].input)[1] != self.nodes[sqrt].output[0]:
+            return False
+        chain += [mean2, add, sqrt]
+        out, weight, bias = self.nodes[divide].output[0], None, None
+        for op_type in ("Mul", "Add"):
+            j = self._next(out, op_type)
+            if j is None:
+                break
+            other = [v for v in self.nodes[j].input if v != out]
+            array = self._array(other[0]) if len(other) == 1 else None
+            if array is None or array.size != int(np.prod(normalized)) or array.dtype != x.dtype:
+                break
+            if op_type == "Mul":
+                weight = array.reshape(normalized)
+            else:
+                bias = array.reshape(normalized)
+            chain.append(j)
+            out = self.nodes[j].output[0]
+        dtype, shape = _type(self.b, out, x.dtype)
+        args = {"x": x, "normalized_shape": normalized, "weight": None if weight is None else const(weight),
+                "bias": None if bias is None else const(bias), "eps": float(eps)}
+        (y,) = self.b.emit("layer_norm", args, [(dtype, shape)], names=[out], node_name=n.name)
+        self.b.set(out, y)
+        self._skip.update(chain)
+        return True
 
 
 def _type(b: Builder, name: str, fallback_dtype):
