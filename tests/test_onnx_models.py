@@ -230,3 +230,13 @@ def test_written_out_layer_norm_is_one_layer_norm(opset):
     assert [n.op for n in graph.nodes] == ["layer_norm"]
     x = (rng.standard_normal((3, 6, 16)) * 4 + 1).astype(np.float32)
     np.testing.assert_allclose(graph(x), ReferenceEvaluator(model).run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.device_tensors
+@pytest.mark.parametrize("file", ["unet_opset17.onnx", "encoder_dynamo.onnx"])
+def test_device_inputs_give_device_outputs(file, engine):
+    graph = _graph(file)
+    feeds = _feeds(file, SIZES[0], seed=5)
+    got = _tuple(graph(*(polyeng.to_device(a, engine) for a in feeds.values())))
+    assert all(not isinstance(g, np.ndarray) for g in got), "the outputs left the device"
+    _assert_close(tuple(polyeng.to_numpy(g) for g in got), _ort(file, feeds), 2e-5, f"{file} on {engine} tensors")
