@@ -160,6 +160,39 @@ def sample(fn, calls, prelude=None) -> list[float]:
     return times
 
 
+# A small model calling every op family, timed beside the single calls.
+def tiny_model(x, tokens_mask, weights):
+    """An image-to-sequence classifier touching every op family."""
+    import polyeng
+    feat = polyeng.max_pool2d(x, 3, stride=2, padding=1)                    # (N, C, 8, 8)
+    up = polyeng.upsample_bilinear2d(feat, scale_factor=2.0)                # (N, C, 16, 16)
+    near = polyeng.upsample_nearest(feat, size=(16, 16))
+    both = polyeng.concat([x, up, near], axis=1)                            # (N, 3C, 16, 16)
+    pooled = polyeng.avg_pool2d(both, 4)                                    # (N, 3C, 4, 4)
+    n, c = pooled.shape[:2]
+    tokens = polyeng.permute_contiguous(pooled.reshape(n, c, 16), (0, 2, 1))  # (N, 16, 3C)
+    h = polyeng.layer_norm(tokens, c, weights["ln_w"], weights["ln_b"])
+    q = polyeng.linear(h, weights["wq"])
+    k = polyeng.linear(h, weights["wk"])
+    scores = polyeng.matmul(q, polyeng.permute_contiguous(k, (0, 2, 1))) / np.float32(np.sqrt(c))
+    scores = polyeng.select(tokens_mask, scores, np.full((1, 1, 1), -1e9, np.float32))
+    attn = polyeng.softmax(scores, axis=-1)
+    h = h + polyeng.gelu(polyeng.matmul(attn, h))
+    seq, _ = polyeng.lstm(h, [weights["lstm"]], batch_first=True)
+    return polyeng.log_softmax(polyeng.linear(seq[:, -1], weights["head"]), axis=-1)
+
+
+def _model_inputs(rng):
+    c, hidden = 8, 16
+    x = rng.standard_normal((2, c, 16, 16)).astype(np.float32)
+    mask = np.tril(np.ones((16, 16), dtype=bool))[None]
+    f = lambda *s: (rng.standard_normal(s) * 0.2).astype(np.float32)   # noqa: E731
+    weights = {"ln_w": f(3 * c), "ln_b": f(3 * c), "wq": f(3 * c, 3 * c), "wk": f(3 * c, 3 * c),
+               "lstm": (f(4 * hidden, 3 * c), f(4 * hidden, hidden), f(4 * hidden), f(4 * hidden)),
+               "head": f(10, hidden)}
+    return x, mask, weights
+
+
 def engine_scope(engine):
     import polyeng
     return contextlib.nullcontext() if engine == "recommend" else polyeng.compute_eng(engine, fallback=False)
@@ -167,7 +200,6 @@ def engine_scope(engine):
 
 def run_worker(opts) -> int:
     import polyeng
-    from polyeng.cli.demo import _model_inputs, tiny_model
     assert "OMP_WAIT_POLICY" not in os.environ
     rng = np.random.default_rng(0)
     engines = opts.engines.split(",") + ["recommend"]

@@ -246,3 +246,48 @@ def test_chart_names_what_the_ratios_are_against(torch, reference):
     assert f"vs {reference}" in ax.get_title()
     assert ax.get_ylabel().startswith("torch time / engine time" if torch else "basic time / engine time")
     assert ("torch (1x)" if torch else "basic (1x)") in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+MODELS = ["bench", "--models", "--repeat", "1", "--quiet"]
+
+
+def test_models_are_timed_on_every_runner_with_ratios_against_onnxruntime(tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("torch")
+    path = tmp_path / "models.json"
+    assert main(MODELS + ["--cases", "unet_opset17", "--json", str(path)]) == 0
+    report = json.loads(path.read_text())
+    assert report["runners"] == ["polyeng", "polyeng numba", "polyeng bf16", "onnxruntime", "torch"]
+    assert report["header"]["repeat"] == 1 and report["header"]["threads_set"]["onnxruntime"] == "2"
+    [entry] = report["results"]
+    assert entry["file"] == "unet_opset17.onnx" and entry["inputs"] == {"image": [8, 3, 32, 32]}
+    assert entry["errors"] == {} and set(entry["runners"]) == set(report["runners"])
+    ort = entry["runners"]["onnxruntime"]["median_s"]
+    for name, result in entry["runners"].items():
+        # torch runs torch_zoo's module: the weights the file was exported with, so its result matches too
+        assert result["ok"], (name, result["max_rel_diff"])
+        assert len(result["times_s"]) == 1 and result["ort_ratio"] == pytest.approx(ort / result["median_s"])
+    assert entry["runners"]["polyeng bf16"]["max_rel_diff"] > entry["runners"]["polyeng"]["max_rel_diff"]
+    out = capsys.readouterr().out
+    for text in ("ort/runner", "unet_opset17.onnx", "image[8,3,32,32]", "polyeng numba",
+                 "geometric mean of onnxruntime/runner: polyeng "):
+        assert text in out
+
+
+def test_models_chart_is_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("onnxruntime")
+    path = tmp_path / "models.png"
+    assert main(MODELS + ["--cases", "unet_dynamo", "--no-torch", "--plot", str(path)]) == 0
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--cases", "resnet"], "matches no bundled model file"),
+    (["--scale", "0.5"], "--scale, --engines and --dtype choose the op workload"),
+    (["--repeat", "0"], "expected positive numbers"),
+])
+def test_models_bad_options_are_one_line_errors(argv, message, capsys):
+    assert main(MODELS + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("polyeng bench: error: ") and message in err and err.count("\n") == 1

@@ -63,6 +63,8 @@ def test_the_wheel_holds_every_package_file_and_the_command(wheel):
     assert "polyeng/cli/workload.py" in names
     assert kernels and kernels <= names, f"OpenCL sources missing from the wheel: {sorted(kernels - names)}"
     assert sources <= names, f"missing from the wheel: {sorted(sources - names)}"
+    bundled = {f"polyeng/models/{p.name}" for p in (package / "models").iterdir() if p.suffix in (".onnx", ".json")}
+    assert "polyeng/models/models.json" in bundled and bundled <= names, sorted(bundled - names)
     assert "polyeng = polyeng.cli:main" in entry_points
 
 
@@ -101,3 +103,13 @@ def test_warmup_runs_from_the_wheel(wheel, polyeng_from_wheel):
     assert "numba    2 calls" in out and "loaded from the disk cache" in out, out
     version = polyeng_from_wheel(sys.executable, "-m", "polyeng", "--version")
     assert version == f"polyeng {wheel[0].name.split('-')[1]}\n"
+
+
+def test_run_takes_a_bundled_model_from_the_installed_package(wheel, polyeng_from_wheel):
+    pytest.importorskip("onnx")
+    path = polyeng_from_wheel(sys.executable, "-c", "from polyeng import models; "
+                                                    "print(models.path('unet_opset17.onnx'))").strip()
+    assert pathlib.Path(path).resolve().is_relative_to(wheel[2].resolve()), path
+    out = polyeng_from_wheel(sys.executable, "-m", "polyeng", "run", path, "--repeat", "1", "--compare",
+                             "--engine", "basic")   # no numba compile: the point is the path
+    assert "logits  float32[8, 10]" in out and "max |diff|" in out, out

@@ -48,8 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print the same as one JSON object")
     _add_explain(sub)
     _add_bench(sub)
-    demo = sub.add_parser("demo", help="run every op and a small model on every available engine")
-    demo.add_argument("--repeats", type=int, default=3, help="timed repetitions per op and engine (default 3)")
+    _add_run(sub)
+    demo = sub.add_parser("demo", help="the bundled ONNX encoder on every available engine, in f32 and with bf16 "
+                                       "mixed precision, against onnxruntime")
+    demo.add_argument("--repeats", type=int, default=3, help="timed runs per engine and precision (default 3)")
     warmup = sub.add_parser("warmup", help="compile every kernel ahead of time (numba, OpenCL), for images and CI "
                                            "caches", epilog="example: polyeng warmup --engines numba --dtype f32,bf16")
     warmup.add_argument("--engines", help="comma list of engines (default: every available one but basic)")
@@ -107,6 +109,37 @@ def _add_bench(sub) -> None:
     bench.add_argument("--plot", metavar="PATH", help="write a chart of torch/engine (basic/engine without torch) "
                                                       "as PNG, or SVG or PDF by the file name (needs matplotlib)")
     bench.add_argument("--quiet", action="store_true", help="no progress output on stderr")
+    bench.add_argument("--models", action="store_true",
+                       help="time the bundled ONNX models end to end instead (polyeng f32, numba, bf16 AMP, "
+                            "onnxruntime, PyTorch); --cases filters them by file name")
+
+
+def _add_run(sub) -> None:
+    run = sub.add_parser(
+        "run", help="run an ONNX model: outputs, engines per op, median time, and the difference from onnxruntime",
+        description="Run an ONNX model through polyeng. Inputs not given with --input are drawn at random\n"
+                    "from the model's signature (fixed seed): ids that index an embedding within its rows,\n"
+                    "masks with the first place of the last axis True, other integers in [0, 10), floats\n"
+                    "standard normal. Named dims take 8 unless --dim sets them.",
+        epilog="examples:\n"
+               "  polyeng run model.onnx --compare\n"
+               "  polyeng run model.onnx --input input_ids=ids.npy --dim seq=32 --amp bf16 --json out.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("model", help="the .onnx file")
+    run.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                     help="an input of the model from a .npy file (repeat for each input)")
+    run.add_argument("--dim", action="append", metavar="NAME=N",
+                     help="the size of a named dim (batch, seq ...) for the random inputs (default 8)")
+    run.add_argument("--engine", help="run under compute_eng(ENGINE): recommend, basic, numba, opencl or a "
+                                      "plugin's (default: the process default, POLYENG_COMPUTE_ENG)")
+    run.add_argument("--amp", choices=("bf16", "f16", "auto"),
+                     help="convert to mixed precision first: to_mixed_precision in bf16 or f16, or "
+                          "auto_mixed_precision in bf16 on these inputs")
+    run.add_argument("--compare", action="store_true",
+                     help="also run onnxruntime (the ONNX reference evaluator without it) and print the largest "
+                          "difference per output")
+    run.add_argument("--repeat", type=int, default=10, help="timed runs after one warm-up (default 10)")
+    run.add_argument("--json", metavar="FILE", help="write everything printed, and each node's decision, as JSON")
 
 
 def main(argv=None) -> int:
@@ -128,7 +161,7 @@ def _run_command(argv) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        return error("no command given; one of info, explain, bench, demo, warmup (see polyeng --help)")
+        return error("no command given; one of info, explain, bench, run, demo, warmup (see polyeng --help)")
     prog = f"polyeng {args.command}"
     # Warmup compiles on purpose: its progress bar says so, the per-op notices would only repeat it.
     with notices(show=args.command != "warmup"):

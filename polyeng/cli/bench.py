@@ -155,12 +155,15 @@ def run(args) -> int:
     # the cores from the next engine's call. Read when an OpenMP runtime loads, so set it before torch.
     policy_was_set = "OMP_WAIT_POLICY" in os.environ
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    if args.quick:
-        args.scale = 0.1 if args.scale is None else args.scale
-        args.repeat = 3 if args.repeat is None else args.repeat
-    args.scale = 1.0 if args.scale is None else args.scale
-    args.repeat = 7 if args.repeat is None else args.repeat
     try:
+        if args.models:   # the bundled ONNX models end to end, instead of the op workload
+            from .bench_models import run_models_bench
+            return run_models_bench(args)
+        if args.quick:
+            args.scale = 0.1 if args.scale is None else args.scale
+            args.repeat = 3 if args.repeat is None else args.repeat
+        args.scale = 1.0 if args.scale is None else args.scale
+        args.repeat = 7 if args.repeat is None else args.repeat
         if args.repeat < 1 or args.threads < 1 or args.scale <= 0:
             raise BenchError(f"--repeat {args.repeat}, --threads {args.threads}, --scale {args.scale}: "
                              "expected positive numbers")

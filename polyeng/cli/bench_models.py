@@ -1,0 +1,276 @@
+"""``polyeng bench --models``: the bundled ONNX models end to end, against onnxruntime and PyTorch.
+
+Each model file (the TorchScript and the dynamo export of each model) runs at a fixed size on
+five runners, timed interleaved round by round as the op bench times engines: polyeng with its
+default selection in f32, polyeng with numba pinned, polyeng after the bf16 mixed precision pass,
+onnxruntime on the same file, and, when torch is installed, the PyTorch module the file was
+exported from (``polyeng.models.torch_zoo``: the same weights) in eager inference mode. Every
+runner gets the same thread count. Results are checked against onnxruntime's, so a fast wrong
+runner is flagged, not ranked; the ratio onnxruntime time / runner time is above 1 when the
+runner is faster.
+"""
+from __future__ import annotations
+
+import datetime
+import gc
+import json
+import math
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import polyeng
+from .. import models
+from .bench import BenchError, _version, check_writable, load_torch, thread_settings
+from .measure import TOLERANCE, max_relative_diff
+from .report import Progress, check_plot_path
+from .model_inputs import model_inputs
+from .run import as_list, load_graph, onnxruntime_session
+
+EXPORTS = ("opset17", "dynamo")
+SIZES = {"lstm_lm": {"seq": 64, "batch": 8}, "encoder": {"batch": 8, "seq": 64}, "unet": {"batch": 8}}
+REFERENCE = "onnxruntime"
+RUNNERS = ("polyeng", "polyeng numba", "polyeng bf16", REFERENCE, "torch")
+PRECISION = {"polyeng bf16": "bf16"}   # the tolerance each runner's results are held to (else f32)
+
+
+def _error_text(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:160]
+
+
+def model_files(cases: str | None) -> list[dict]:
+    """The catalogue entries to time: both exports of every model, or those whose file name
+    contains one of the comma-separated ``cases``."""
+    wanted = [e for e in models.entries() if any(e["file"] == f"{e['model']}_{x}.onnx" for x in EXPORTS)]
+    if cases:
+        wanted = [e for e in wanted if any(s.strip() in e["file"] for s in cases.split(",") if s.strip())]
+        if not wanted:
+            names = ", ".join(e["file"] for e in models.entries())
+            raise BenchError(f"--cases {cases!r} matches no bundled model file; files: {names}")
+    return wanted
+
+
+def _runners(entry: dict, threads: int, torch, torch_models: dict):
+    """(name -> no-argument callable returning a list of numpy arrays, name -> error, inputs)."""
+    path = str(models.path(entry["file"]))
+    graph = load_graph(path)
+    inputs = model_inputs(graph, {}, SIZES[entry["model"]])
+    arrays, runners, errors = inputs.arrays, {}, {}
+
+    def in_scope(g, engine):
+        def call():
+            with polyeng.compute_eng(engine):
+                return as_list(g(*arrays))
+        return call
+    runners["polyeng"] = in_scope(graph, "recommend")
+    runners["polyeng numba"] = in_scope(graph, "numba")
+    try:
+        runners["polyeng bf16"] = in_scope(polyeng.amp.to_mixed_precision(graph, "bfloat16", missing_op_mode="ignore"),
+                                           "recommend")
+    except Exception as exc:
+        errors["polyeng bf16"] = _error_text(exc)
+    session = onnxruntime_session(path, threads)
+    if session is not None:
+        feed = {i["name"]: a for i, a in zip(inputs.described, arrays)}
+        runners[REFERENCE] = lambda: session.run(None, feed)
+    if torch is not None:
+        try:
+            if entry["model"] not in torch_models:
+                from ..models.torch_zoo import build
+                torch_models[entry["model"]] = build(entry["model"])
+            module, tensors = torch_models[entry["model"]], [torch.from_numpy(a) for a in arrays]
+
+            def eager():
+                with torch.inference_mode():
+                    out = module(*tensors)
+                return [t.numpy() for t in (out if isinstance(out, tuple) else (out,))]
+            runners["torch"] = eager
+        except Exception as exc:
+            errors["torch"] = _error_text(exc)
+    return runners, errors, inputs
+
+
+def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict:
+    """One file: each runner's warm-up (and its result checked), then ``repeat`` interleaved rounds."""
+    runners, errors, inputs = _runners(entry, threads, torch, torch_models)
+    results, outputs = {}, {}
+    for name, call in list(runners.items()):
+        start = time.perf_counter()
+        try:
+            outputs[name] = call()
+        except Exception as exc:
+            errors[name] = _error_text(exc)
+            del runners[name]
+            continue
+        results[name] = {"first_s": time.perf_counter() - start, "times_s": []}
+        if step:
+            step()
+    reference = outputs.get(REFERENCE)
+    for name, entry_result in results.items():
+        diff = None if reference is None else max_relative_diff(outputs[name], reference)
+        entry_result["max_rel_diff"] = diff if diff is None or math.isfinite(diff) else None
+        entry_result["ok"] = diff is not None and diff <= TOLERANCE[PRECISION.get(name, "f32")]
+    outputs = reference = None   # free them before timing
+    order = list(runners)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for rep in range(repeat):
+            shift = rep % len(order)
+            for name in order[shift:] + order[:shift]:
+                start = time.perf_counter()
+                runners[name]()
+                results[name]["times_s"].append(time.perf_counter() - start)
+                if step:
+                    step()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    ort = results.get(REFERENCE, {}).get("times_s")
+    ort_s = statistics.median(ort) if ort else None
+    for name, entry_result in results.items():
+        entry_result["median_s"] = statistics.median(entry_result["times_s"])
+        entry_result["ort_ratio"] = ort_s / entry_result["median_s"] if ort_s and entry_result["ok"] else None
+    return {"file": entry["file"], "model": entry["model"], "exporter": entry["exporter"], "opset": entry["opset"],
+            "inputs": {i["name"]: i["shape"] for i in inputs.described}, "runners": results, "errors": errors}
+
+
+def run_models(args, progress=None) -> dict:
+    files = model_files(args.cases)
+    torch = load_torch(not args.no_torch)
+    runners = [r for r in RUNNERS if r != "torch" or torch is not None]
+    total, done = len(files) * len(runners) * (args.repeat + 1), 0
+    results, torch_models = [], {}
+    with thread_settings(args.threads, torch) as threads:
+        for entry in files:
+            def step(entry=entry):
+                nonlocal done
+                done += 1
+                if progress:
+                    progress(done, total, entry["file"])
+            if progress:
+                progress(done, total, entry["file"])
+            results.append(measure_file(entry, args.repeat, args.threads, torch, torch_models, step))
+        threads = dict(threads, onnxruntime=str(args.threads))
+    header = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+              "cpu_count": os.cpu_count(), "threads": args.threads, "threads_set": threads,
+              "python": platform.python_version(), "numpy": np.__version__, "numba": _version("numba"),
+              "onnxruntime": _version("onnxruntime"),
+              "torch": "not run (--no-torch)" if args.no_torch else _version("torch"),
+              "polyeng": polyeng.__version__, "machine": platform.machine(), "repeat": args.repeat,
+              "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "sizes": SIZES}
+    return {"header": header, "runners": runners, "results": results}
+
+
+def _cell(value, fmt) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def table(report: dict) -> str:
+    h = report["header"]
+    lines = [f"polyeng bench --models  {h['date']}  median of {h['repeat']} rounds; threads {h['threads']} "
+             f"({', '.join(f'{k} {v}' for k, v in h['threads_set'].items())}); OMP_WAIT_POLICY {h['omp_wait_policy']}",
+             f"cores: {h['cpu_count']} ({h['machine']}); python {h['python']}, numpy {h['numpy']}, numba {h['numba']}, "
+             f"onnxruntime {h['onnxruntime']}, torch {h['torch']}, polyeng {h['polyeng']}",
+             "ort/runner = onnxruntime time / runner time: above 1, the runner is faster", ""]
+    rows = [("file", "inputs", "runner", "median ms", "first ms", "ort/runner", "max rel diff", "note")]
+    for entry in report["results"]:
+        shapes = " ".join(f"{name}{shape}".replace(" ", "") for name, shape in entry["inputs"].items())
+        for name in report["runners"]:
+            if name in entry["errors"]:
+                rows.append((entry["file"], shapes, name, "error", "-", "-", "-", entry["errors"][name]))
+            elif name in entry["runners"]:
+                r = entry["runners"][name]
+                note = "MISMATCH vs onnxruntime" if REFERENCE in entry["runners"] and not r["ok"] else ""
+                rows.append((entry["file"], shapes, name, f"{r['median_s'] * 1e3:.3f}", f"{r['first_s'] * 1e3:.1f}",
+                             _cell(r["ort_ratio"], ".2f"), _cell(r["max_rel_diff"], ".1e"), note))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for i, row in enumerate(rows):
+        cells = [c.rjust(w) if 3 <= j <= 6 else c.ljust(w) for j, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells + [row[-1]]).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths) + "  ----")
+    return "\n".join(lines + [""] + summary_lines(report))
+
+
+def summary_lines(report: dict) -> list[str]:
+    """Geometric mean of onnxruntime time / runner time per runner, over the files it ran right."""
+    if REFERENCE not in report["runners"]:
+        return ["onnxruntime is not installed (pip install 'polyeng[onnx]'): no ratios"]
+    parts = []
+    for name in report["runners"]:
+        ratios = [e["runners"][name]["ort_ratio"] for e in report["results"]
+                  if e["runners"].get(name, {}).get("ort_ratio")]
+        if name != REFERENCE and ratios:
+            mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+            parts.append(f"{name} {mean:.2f}x ({len(ratios)} files)")
+    return ["geometric mean of onnxruntime/runner: " + (", ".join(parts) or "no comparable file")]
+
+
+def chart(report: dict):
+    """A matplotlib Figure: bars of onnxruntime time / runner time per file and runner, from 1x, log scale."""
+    from .report import _ENGINE_COLOURS, _ratio_label, _ratio_ticks, require_matplotlib
+    Figure = require_matplotlib()
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    files = [e["file"] for e in report["results"]]
+    series = [r for r in report["runners"] if r != REFERENCE]
+    values = {(e["file"], r): e["runners"][r]["ort_ratio"] for e in report["results"] for r in series
+              if e["runners"].get(r, {}).get("ort_ratio")}
+    if not values:
+        raise BenchError("--plot: no onnxruntime/runner ratio to draw (onnxruntime missing, or every result wrong)")
+    width = 0.8 / len(series)
+    fig = Figure(figsize=(max(7.5, 2 + 1.3 * len(files)), 5.0), layout="constrained")
+    ax = fig.add_subplot()
+    for i, name in enumerate(series):
+        shown = [(j, values[(f, name)]) for j, f in enumerate(files) if (f, name) in values]
+        ax.bar([j + (i - (len(series) - 1) / 2) * width for j, _ in shown], [v - 1 for _, v in shown], width,
+               bottom=1.0, color=_ENGINE_COLOURS[i % len(_ENGINE_COLOURS)], label=name)
+    ax.axhline(1.0, color="black", linewidth=1, label="onnxruntime (1x)")
+    ax.set_yscale("log")
+    ticks = _ratio_ticks(min(min(values.values()), 1.0) / 1.1, max(max(values.values()), 1.0) * 1.1)
+    ax.set_ylim(ticks[0] / 1.05, ticks[-1] * 1.05)
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(_ratio_label))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.grid(axis="y", color="0.85", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_xticks(range(len(files)), files, rotation=20, ha="right")
+    ax.set_ylabel("onnxruntime time / runner time (above 1x: runner faster)")
+    h = report["header"]
+    ax.set_title(f"bundled ONNX models end to end vs onnxruntime\n{h['threads']} threads, median of {h['repeat']}, "
+                 f"{h['date'][:10]}", fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
+    return fig
+
+
+def run_models_bench(args) -> int:
+    """``polyeng bench --models``: checks the options, runs, prints the table, writes JSON and chart."""
+    start = time.perf_counter()
+    if args.scale is not None or args.engines is not None or args.dtype != "f32":
+        raise BenchError("--scale, --engines and --dtype choose the op workload; --models times every runner at "
+                         f"fixed sizes ({', '.join(f'{m} {s}' for m, s in SIZES.items())}) in f32 and bf16")
+    args.repeat = (3 if args.quick else 7) if args.repeat is None else args.repeat
+    if args.repeat < 1 or args.threads < 1:
+        raise BenchError(f"--repeat {args.repeat}, --threads {args.threads}: expected positive numbers")
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path:
+            check_writable(option, path)
+    plot_format = check_plot_path(args.plot) if args.plot else None
+    progress = Progress(quiet=args.quiet)
+    report = run_models(args, progress)
+    progress.finish(f"polyeng bench --models: {len(report['results'])} files on {', '.join(report['runners'])} "
+                    f"in {time.perf_counter() - start:.1f} s")
+    print(table(report))
+    try:
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+        if args.plot:
+            chart(report).savefig(args.plot, dpi=110, format=plot_format)
+    except OSError as exc:
+        raise BenchError(str(exc)) from None
+    return 0
+
