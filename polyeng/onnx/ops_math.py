@@ -163,7 +163,9 @@ def gemm(n: OnnxNode) -> None:
                         [(dtype, None if a.shape is None else tuple(reversed(a.shape)))], names=[f"{n.name}.A_t"])
     bias = None
     if c is not None and c.is_const:
-        columns = out_shape[1] if out_shape and type(out_shape[1]) is int else None
+        columns = out_shape[1] if out_shape and len(out_shape) == 2 and type(out_shape[1]) is int else None
+        if b.is_const and b.array.ndim == 2:
+            columns = b.array.shape[0] if trans_b else b.array.shape[1]
         flat = _as_bias(c.array, columns)
         if flat is not None:
             bias = const((flat * beta).astype(dtype) if beta != 1.0 else flat.astype(dtype), name=c.name)
@@ -245,7 +247,6 @@ def cast(n: OnnxNode) -> None:
     import onnx
     x = n.need(0, "input")
     to = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(int(n.attr("to"))))
-    n.refuse_attrs(saturate=lambda v: True)
     if to not in POLYENG_DTYPES:
         raise Unsupported(f"to={to.name} is not one polyeng computes with")
     if np.dtype(x.dtype) == to:
