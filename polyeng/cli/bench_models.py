@@ -12,7 +12,6 @@ runner is faster.
 from __future__ import annotations
 
 import datetime
-import gc
 import json
 import math
 import os
@@ -25,7 +24,7 @@ import numpy as np
 import polyeng
 from .. import models
 from .bench import BenchError, _version, check_writable, load_torch, thread_settings
-from .measure import TOLERANCE, max_relative_diff
+from .measure import TOLERANCE, interleaved_rounds, max_relative_diff
 from .report import Progress, check_plot_path
 from .model_inputs import model_inputs
 from .run import as_list, load_graph, onnxruntime_session
@@ -114,21 +113,7 @@ def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict
         entry_result["max_rel_diff"] = diff if diff is None or math.isfinite(diff) else None
         entry_result["ok"] = diff is not None and diff <= TOLERANCE[PRECISION.get(name, "f32")]
     outputs = reference = None   # free them before timing
-    order = list(runners)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for rep in range(repeat):
-            shift = rep % len(order)
-            for name in order[shift:] + order[:shift]:
-                start = time.perf_counter()
-                runners[name]()
-                results[name]["times_s"].append(time.perf_counter() - start)
-                if step:
-                    step()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    interleaved_rounds(runners, results, repeat, after_call=step)
     ort = results.get(REFERENCE, {}).get("times_s")
     ort_s = statistics.median(ort) if ort else None
     for name, entry_result in results.items():
@@ -212,9 +197,8 @@ def summary_lines(report: dict) -> list[str]:
 
 def chart(report: dict):
     """A matplotlib Figure: bars of onnxruntime time / runner time per file and runner, from 1x, log scale."""
-    from .report import _ENGINE_COLOURS, _ratio_label, _ratio_ticks, require_matplotlib
+    from .report import _ENGINE_COLOURS, ratio_axis, require_matplotlib
     Figure = require_matplotlib()
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
     files = [e["file"] for e in report["results"]]
     series = [r for r in report["runners"] if r != REFERENCE]
     values = {(e["file"], r): e["runners"][r]["ort_ratio"] for e in report["results"] for r in series
@@ -229,14 +213,7 @@ def chart(report: dict):
         ax.bar([j + (i - (len(series) - 1) / 2) * width for j, _ in shown], [v - 1 for _, v in shown], width,
                bottom=1.0, color=_ENGINE_COLOURS[i % len(_ENGINE_COLOURS)], label=name)
     ax.axhline(1.0, color="black", linewidth=1, label="onnxruntime (1x)")
-    ax.set_yscale("log")
-    ticks = _ratio_ticks(min(min(values.values()), 1.0) / 1.1, max(max(values.values()), 1.0) * 1.1)
-    ax.set_ylim(ticks[0] / 1.05, ticks[-1] * 1.05)
-    ax.yaxis.set_major_locator(FixedLocator(ticks))
-    ax.yaxis.set_major_formatter(FuncFormatter(_ratio_label))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.grid(axis="y", color="0.85", linewidth=0.6)
-    ax.set_axisbelow(True)
+    ratio_axis(ax, values.values())
     ax.set_xticks(range(len(files)), files, rotation=20, ha="right")
     ax.set_ylabel("onnxruntime time / runner time (above 1x: runner faster)")
     h = report["header"]

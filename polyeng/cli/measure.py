@@ -130,6 +130,29 @@ def _runners(case, args, kwargs, engines, torch):
     return runners, errors
 
 
+def interleaved_rounds(runners: dict, results: dict, repeat: int, after_call=None, after_round=None) -> None:
+    """``repeat`` rounds calling every runner once, appending each call's time to
+    ``results[name]["times_s"]``. Each round starts one runner later than the last, so no runner
+    always follows the same one; the garbage collector is off while timing."""
+    order = list(runners)
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for rep in range(repeat):
+            shift = rep % len(order)
+            for name in order[shift:] + order[:shift]:
+                start = time.perf_counter()
+                runners[name]()
+                results[name]["times_s"].append(time.perf_counter() - start)
+                if after_call:
+                    after_call()
+            if after_round:
+                after_round(rep + 1)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
 def measure_case(case, args, kwargs, dtype, engines, torch, repeat, progress=None) -> dict:
     """One case: warm-up, correctness against BASIC, then ``repeat`` interleaved timed rounds."""
     with polyeng.compute_eng("basic", fallback=False):
@@ -157,21 +180,7 @@ def measure_case(case, args, kwargs, dtype, engines, torch, repeat, progress=Non
     runners["copy"] = lambda: np.copyto(dst, src)
     runners["copy"]()
     results["copy"] = {"times_s": []}
-    order = list(runners)
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for rep in range(repeat):
-            shift = rep % len(order)
-            for name in order[shift:] + order[:shift]:
-                start = time.perf_counter()
-                runners[name]()
-                results[name]["times_s"].append(time.perf_counter() - start)
-            if progress:
-                progress(rep + 1)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    interleaved_rounds(runners, results, repeat, after_round=progress)
     for entry in results.values():
         entry["median_s"] = statistics.median(entry["times_s"])
         entry["gbps"] = nbytes / entry["median_s"] / 1e9

@@ -132,6 +132,20 @@ def _ratio_label(value, _position=None) -> str:
     return f"{value:g}x"
 
 
+def ratio_axis(ax, ratios) -> None:
+    """A log y axis for bars of speed ratios around 1x, with ticks labelled as ratios."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    ratios = list(ratios)
+    ax.set_yscale("log")
+    ticks = _ratio_ticks(min(min(ratios), 1.0) / 1.1, max(max(ratios), 1.0) * 1.1)
+    ax.set_ylim(ticks[0] / 1.05, ticks[-1] * 1.05)
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(_ratio_label))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.grid(axis="y", color="0.85", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
 def _ratio_ticks(low: float, high: float) -> list[float]:
     """1-2-5 steps (0.5x, 1x, 2x, 5x, 10x ...) from the last one below ``low`` to the first one above
     ``high``, so that the ends of the axis are marked too."""
@@ -154,7 +168,6 @@ def chart(report: dict):
     from the line at 1x on a log scale; one colour per engine (lighter for its device-tensor
     runner), one hatch per dtype; the reference named in the title and the legend."""
     Figure = require_matplotlib()
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
     key = "torch_ratio" if "torch" in report["engines"] else "basic_ratio"
     reference = "torch" if key == "torch_ratio" else "basic"
     dtypes = report["header"]["dtypes"]
@@ -182,14 +195,7 @@ def chart(report: dict):
                edgecolor="white" if len(dtypes) == 1 else "black", linewidth=0.4,
                label=name if len(dtypes) == 1 else f"{name} {dtype}")
     ax.axhline(1.0, color="black", linewidth=1, label=f"{reference} (1x)")
-    ax.set_yscale("log")
-    ticks = _ratio_ticks(min(min(values.values()), 1.0) / 1.1, max(max(values.values()), 1.0) * 1.1)
-    ax.set_ylim(ticks[0] / 1.05, ticks[-1] * 1.05)
-    ax.yaxis.set_major_locator(FixedLocator(ticks))
-    ax.yaxis.set_major_formatter(FuncFormatter(_ratio_label))
-    ax.yaxis.set_minor_locator(NullLocator())
-    ax.grid(axis="y", color="0.85", linewidth=0.6)
-    ax.set_axisbelow(True)
+    ratio_axis(ax, values.values())
     several = len(cases) > 1
     ax.set_xticks(range(len(cases)), cases, rotation=30 if several else 0, ha="right" if several else "center")
     margin = max(0.6, (4 - len(cases)) / 2)   # a lone case's bars stay bar-wide, not page-wide
