@@ -91,6 +91,7 @@ class _Pass:
         self.constants = dict(graph.constants)
         self.nodes: list[Node] = []
         self.casts: dict = {}                  # (value, dtype) -> value of that dtype
+        self.fits: dict = {}                   # constant -> whether the mixed dtype holds it
 
     def run(self, keep_outputs: bool) -> Graph:
         for node in self.graph.nodes:
@@ -204,12 +205,17 @@ class _Pass:
         return "mixed", f"every computed float input is {mixed}"
 
     def _fits(self, name: str) -> bool:
-        """Whether a constant converts to the mixed dtype without finite values becoming inf."""
-        try:
-            _converted_constant(name, self.constants[name], self.mixed)
-        except ValueError:
-            return False
-        return True
+        """Whether a constant converts to the mixed dtype without finite values becoming inf
+        (checked once per constant: several nodes may read it)."""
+        found = self.fits.get(name)
+        if found is None:
+            try:
+                _converted_constant(name, self.constants[name], self.mixed)
+                found = True
+            except ValueError:
+                found = False
+            self.fits[name] = found
+        return found
 
     def _rule(self, node, spec) -> tuple:
         call = Call(spec, _placeholders(node.args, self.types, self.graph.constants))

@@ -55,8 +55,6 @@ def binary(a, b, op):
         if a.dtype.kind in "iu" and b.dtype.kind in "iu":   # ONNX integer division truncates toward zero
             return (np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))).astype(np.result_type(a, b))
         return np.divide(a, b)
-    if op == "equal":
-        return np.equal(a, b)
     raise ValueError(f"onnx.binary: unknown op {op!r}")
 
 
@@ -206,6 +204,4 @@ def result_type(op: str, args: dict, dtype) -> np.dtype:
         return dt.as_dtype(args["dtype"])
     if op == "onnx.constant_of_shape":
         return np.asarray(args["value"]).dtype
-    if op == "onnx.binary" and args.get("op") == "equal":
-        return np.dtype(np.bool_)
     return np.dtype(dtype)

@@ -22,7 +22,6 @@ from ..engine.call import OPS
 from ..engine.settings import compute_eng
 from ..graph.ir import Node, Ref, leaves
 from ..graph.numpy_nodes import RUN as HOST_RUN
-from ..graph.onnx_nodes import result_type
 
 
 class Unsupported(Exception):
@@ -75,18 +74,12 @@ class Builder:
 
     # --- names -----------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
-        name, i = base, 1
-        while name in self._names:
-            name, i = f"{base}.{i}", i + 1
-        self._names.add(name)
-        return name
+        """A value name not taken yet."""
+        return unique(base, self._names)
 
     def node_name(self, base: str) -> str:
-        name, i = base, 1
-        while name in self._node_names:
-            name, i = f"{base}.{i}", i + 1
-        self._node_names.add(name)
-        return name
+        """A node name not taken yet."""
+        return unique(base, self._node_names)
 
     # --- values ----------------------------------------------------------------------------------
     def get(self, name: str) -> Val:
@@ -153,10 +146,15 @@ class Builder:
             result = dispatch.run(OPS[op], **concrete)
         return result
 
-    def host_dtype(self, op, args) -> np.dtype:
-        first = leaves(args, _is_val)
-        return result_type(op, fill_vals(args, lambda v: v.array if v.is_const else None),
-                           first[0].dtype if first else np.int64)
+
+
+def unique(base: str, taken: set, sep: str = ".") -> str:
+    """``base``, or ``base`` with the first free ``<sep>1``, ``<sep>2``... suffix; added to ``taken``."""
+    name, i = base, 1
+    while name in taken:
+        name, i = f"{base}{sep}{i}", i + 1
+    taken.add(name)
+    return name
 
 
 def _with_defaults(op: str, args: dict) -> dict:

@@ -7,7 +7,7 @@ from . import model as onnx_model
 from . import ops_math, ops_nn, ops_shape, patterns
 import numpy as np
 
-from .builder import Builder, Unsupported, Val, const
+from .builder import Builder, Unsupported, Val, const, unique
 from .context import OnnxNode
 
 CONVERTERS = {**ops_math.CONVERTERS, **ops_shape.CONVERTERS, **ops_nn.CONVERTERS}
@@ -100,15 +100,8 @@ def _value(val, b):
 
 def _node_names(nodes) -> list:
     """Each node's name, made unique (exporters leave names empty or repeat them)."""
-    seen, names = set(), []
-    for i, node in enumerate(nodes):
-        name = node.name or f"{node.op_type}_{i}"
-        base, k = name, 1
-        while name in seen:
-            name, k = f"{base}_{k}", k + 1
-        seen.add(name)
-        names.append(name)
-    return names
+    seen = set()
+    return [unique(node.name or f"{node.op_type}_{i}", seen, "_") for i, node in enumerate(nodes)]
 
 
 def _live(nodes, outputs) -> list:
