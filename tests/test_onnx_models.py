@@ -240,3 +240,14 @@ def test_device_inputs_give_device_outputs(file, engine):
     got = _tuple(graph(*(polyeng.to_device(a, engine) for a in feeds.values())))
     assert all(not isinstance(g, np.ndarray) for g in got), "the outputs left the device"
     _assert_close(tuple(polyeng.to_numpy(g) for g in got), _ort(file, feeds), 2e-5, f"{file} on {engine} tensors")
+
+
+@pytest.mark.parametrize("opset", [12, 22])
+def test_opsets_outside_13_to_21_are_refused_naming_the_opset(opset):
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    with pytest.raises(ValueError, match=f"opset {opset}; polyeng reads opsets 13 to 21"):
+        polyeng.onnx.load(model)
