@@ -6,7 +6,7 @@ from .engine.errors import EngineError, FallbackWarning, PluginError, PluginWarn
 from .engine.hookspecs import hookimpl
 from .engine.api import engines, to_device, to_numpy
 from .engine.plugins import register_backend, unregister_backend
-from .engine.settings import bind, compute_eng, get_compute_eng, set_compute_eng
+from .engine.settings import Settings, bind, compute_eng, current_settings, get_compute_eng, set_compute_eng
 from .engine.fpmath import FpMathMode, fp_math_mode, get_fp_math_mode, set_default_fp_math_mode
 from .engine.verbose import verbose
 from .engine.dispatch import explain
@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "amp", "Engine", "EngineError", "FallbackWarning", "PluginError", "PluginWarning", "FpMathMode", "bind",
-    "compute_eng", "engines",
+    "compute_eng", "current_settings", "engines", "Settings",
     "explain", "fp_math_mode", "get_compute_eng", "get_fp_math_mode", "hookimpl", "register_backend",
     "set_compute_eng", "set_default_fp_math_mode", "to_device", "to_numpy", "unregister_backend", "verbose",
     "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int32", "int64", "uint8",

@@ -19,6 +19,9 @@ import sys
 _open: contextvars.ContextVar[tuple] = contextvars.ContextVar("polyeng_open_scopes", default=())
 _ATTEMPTS = 4   # a close interrupted by a signal is redone; a fifth signal in a row goes through
 _CONTEXTLIB = contextlib.__file__
+# functions that open scopes on their caller's behalf (``Settings.__enter__``): like contextlib's
+# frames, the with statement's frame is further up
+PASS_THROUGH: set = set()
 
 
 class Scoped:
@@ -37,7 +40,7 @@ class Scoped:
         # could keep its locals alive), past contextlib's (ExitStack.enter_context); _close
         # tells scopes left open by a skipped close by it
         caller = sys._getframe(1)
-        while caller.f_code.co_filename == _CONTEXTLIB and caller.f_back is not None:
+        while (caller.f_code.co_filename == _CONTEXTLIB or caller.f_code in PASS_THROUGH) and caller.f_back is not None:
             caller = caller.f_back
         frame = id(caller)
         try:   # a with statement does not call __exit__ when __enter__ raises: undone here

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .names import Engine, engine_name
-from .scopes import Scoped
+from .scopes import PASS_THROUGH, Scoped
 
 ENV_COMPUTE_ENG = "POLYENG_COMPUTE_ENG"
 
@@ -88,29 +88,119 @@ class compute_eng(Scoped):
         return wrapper
 
 
-def _bound_vars() -> list[contextvars.ContextVar]:
-    """Every ContextVar that a ``bind``-wrapped function carries into another thread."""
-    from . import fpmath, verbose
-    return [_scope, fpmath._mode, verbose._level]
+class Settings:
+    """A picklable snapshot of the settings in effect where it was taken: the engine preference
+    (with its ``fallback``), the fp math mode and the verbose level, as plain values.
+
+    ``with settings:`` runs the block under them, in any thread or process (a dask worker, a
+    process pool): it opens a ``compute_eng``, an ``fp_math_mode`` and a ``verbose`` scope. The
+    engine is checked where the block opens, so a plugin engine missing there is a ValueError.
+    One snapshot may be entered by several threads at once, and nested.
+    """
+
+    __slots__ = ("engine", "fallback", "fp_math_mode", "verbose", "_scopes")
+
+    def __init__(self, engine: str = "recommend", fallback: bool = True, fp_math_mode: str = "strict",
+                 verbose: int = 0):
+        from .fpmath import as_mode
+        from .verbose import _parse
+        if not isinstance(fallback, (bool, np.bool_)):
+            raise TypeError(f"fallback={fallback!r} is not a bool; expected True or False")
+        self.engine = engine_name(engine)
+        self.fallback = bool(fallback)
+        self.fp_math_mode = as_mode(fp_math_mode, "fp_math_mode").value
+        self.verbose = _parse(verbose, "verbose")
+        self._scopes = None
+
+    def __repr__(self) -> str:
+        return (f"Settings(engine={self.engine!r}, fallback={self.fallback}, "
+                f"fp_math_mode={self.fp_math_mode!r}, verbose={self.verbose})")
+
+    def _key(self) -> tuple:
+        return (self.engine, self.fallback, self.fp_math_mode, self.verbose)
+
+    def __eq__(self, other):
+        return self._key() == other._key() if isinstance(other, Settings) else NotImplemented
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __reduce__(self):   # the values only: the scopes are made again where it is entered
+        return (Settings, self._key())
+
+    def __enter__(self):
+        scopes = self._scopes
+        if scopes is None:   # made on first use, in the process that uses them
+            from .fpmath import fp_math_mode
+            from .verbose import verbose
+            scopes = self._scopes = (compute_eng(self.engine, fallback=self.fallback),
+                                     fp_math_mode(self.fp_math_mode), verbose(self.verbose))
+        entered = []
+        try:
+            for scope in scopes:
+                scope.__enter__()
+                entered.append(scope)
+        except BaseException:
+            for scope in reversed(entered):
+                scope.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        interrupt = None
+        for scope in reversed(self._scopes):
+            try:
+                scope.__exit__(None, None, None)
+            except BaseException as caught:   # a signal: the other scopes still close
+                interrupt = caught
+        if interrupt is not None:
+            raise interrupt
+        return False
 
 
-def bind(fn):
+PASS_THROUGH.add(Settings.__enter__.__code__)
+
+
+def current_settings() -> Settings:
+    """The engine, fp math mode and verbose level in effect here, as a picklable :class:`Settings`."""
+    from .fpmath import get_fp_math_mode
+    from .verbose import level
+    scope = current_scope()
+    return Settings(scope.engine, scope.fallback, get_fp_math_mode().value, level())
+
+
+class Bound:
+    """``fn`` with a :class:`Settings` snapshot: calling it runs ``fn`` under those settings, in a
+    copy of the calling thread's context (nothing it sets is left behind there). It pickles
+    when ``fn`` does, so it can be sent to processes and cluster workers."""
+
+    __slots__ = ("fn", "settings", "__dict__")
+
+    def __init__(self, fn, settings: Settings):
+        if not callable(fn):
+            raise TypeError(f"fn={fn!r} is not callable")
+        self.fn = fn
+        self.settings = settings
+        functools.update_wrapper(self, fn, updated=())
+
+    def __call__(self, *args, **kwargs):
+        return contextvars.copy_context().run(self._run, args, kwargs)
+
+    def _run(self, args, kwargs):
+        with self.settings:
+            return self.fn(*args, **kwargs)
+
+    def __reduce__(self):
+        return (Bound, (self.fn, self.settings))
+
+    def __repr__(self) -> str:
+        return f"polyeng.bind({self.fn!r}) under {self.settings!r}"
+
+
+def bind(fn) -> Bound:
     """Wrap ``fn`` so it runs under the engine, fp math and verbose settings in effect now.
 
-    For thread pools and executors, whose threads do not inherit contextvars. Each call runs
-    in a copy of the calling thread's context, so nothing it sets (nor a signal landing
-    halfway) is left behind in that thread.
+    For thread pools, process pools and dask workers, which do not inherit the caller's
+    settings. The result holds a plain :class:`Settings` snapshot and pickles when ``fn`` does.
     """
-    captured = [(var, var.get()) for var in _bound_vars()]
-
-    @functools.wraps(fn)
-    def bound(*args, **kwargs):
-        context = contextvars.copy_context()
-        context.run(_set_all, captured)
-        return context.run(fn, *args, **kwargs)
-    return bound
-
-
-def _set_all(pairs) -> None:
-    for var, value in pairs:
-        var.set(value)
+    return Bound(fn, current_settings())
