@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import sys
 import time
 
 import numpy as np
@@ -104,6 +105,9 @@ def run(spec: OpSpec, **kwargs):
         tracer = trace_hook.current.get()
         if tracer is not None:
             return tracer.record(spec, kwargs)
+    if "dask.array" in sys.modules and _has_dask(kwargs):   # one dict look-up unless dask is imported
+        from ..dask.ops import apply
+        return apply(spec, kwargs)
     reg = registry()   # one snapshot per call, even if a plugin registers meanwhile
     args = spec.validate(**kwargs)
     plan = plan_for(spec, args, reg)
@@ -144,6 +148,21 @@ def run(spec: OpSpec, **kwargs):
         return result
     engine, reason, exc = last_failure
     raise EngineError(engine, spec.name, f"every candidate failed; last: {reason}") from exc
+
+
+def _has_dask(kwargs) -> bool:
+    """Whether a dask array is among the arguments (lists and tuples of them included)."""
+    array_type = getattr(sys.modules["dask.array"], "Array", None)
+    if array_type is None:   # dask.array still importing
+        return False
+    for value in kwargs.values():
+        if isinstance(value, array_type):
+            return True
+        if isinstance(value, (list, tuple)) and any(
+                isinstance(v, array_type) or (isinstance(v, (list, tuple)) and any(isinstance(w, array_type) for w in v))
+                for v in value):
+            return True
+    return False
 
 
 def _call_quietly(kernel, prepared, kwargs):
@@ -297,4 +316,8 @@ def explain(op, *args, **kwargs) -> Decision:
     except TypeError as exc:
         raise TypeError(f"explain({spec.name}): {exc}") from None
     bound.apply_defaults()
-    return decide(make_call(spec, spec.validate(**bound.arguments)), probe_all=True)
+    arguments = bound.arguments
+    if "dask.array" in sys.modules and _has_dask(arguments):   # shapes and dtypes only: nothing computed
+        from ..dask.ops import is_dask, placeholder
+        arguments = map_arrays(arguments, placeholder, is_dask)
+    return decide(make_call(spec, spec.validate(**arguments)), probe_all=True)

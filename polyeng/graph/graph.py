@@ -1,10 +1,13 @@
 """``Graph``: a traced function that can be called, inspected, explained, converted and saved."""
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..engine import dtypes as dt
 from ..engine.plugins import registry
+from ..engine.call import map_arrays
 from .ir import Ref, Value, fill, ref_names
 
 
@@ -58,6 +61,9 @@ class Graph:
 
     # --- running ---------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if "dask.array" in sys.modules and _has_dask(args, kwargs):   # lazily, one task per batch chunk
+            from ..dask.graphs import call
+            return call(self, args, kwargs)
         values = self._bind(args, kwargs)
         program = self._compiled()
         env = program.run(values)
@@ -68,6 +74,29 @@ class Graph:
                 return self._constants[name].copy()
             return env[slot[name]]
         return fill(self._output_structure, output)
+
+    def _run_flat(self, values) -> list:
+        """The computed (non-constant) outputs, in output order, for input arrays in ``inputs``
+        order (what a dask worker runs on one batch chunk)."""
+        found = {}
+        values = [self._checked_input(v.name, value, v.name, found) for v, value in zip(self._inputs, values)]
+        program = self._compiled()
+        env = program.run(values)
+        return [env[program.slot[name]] for name in ref_names(self._output_structure) if name not in self._constants]
+
+    # --- pickling: the graph itself; what runs it is made again where it is unpickled ------------
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_program"] = None
+        state.pop("_scattered", None)
+        return state
+
+    def __dask_tokenize__(self):
+        token = self.__dict__.get("_token")
+        if token is None:   # a graph is not changed after it is made: one token per object
+            import uuid
+            token = self.__dict__["_token"] = uuid.uuid4().hex
+        return ("polyeng-graph", token)
 
     def explain(self, *args, **kwargs):
         """Each node's decision for these inputs (nodes run, one by one, to give the next their inputs)."""
@@ -145,6 +174,13 @@ class Graph:
         """Write the graph with its constants to ``path`` (see ``polyeng.graph.load``)."""
         from .serialize import save
         save(self, path)
+
+
+def _has_dask(args, kwargs) -> bool:
+    from ..dask.ops import is_dask
+    found = []
+    map_arrays((args, kwargs), found.append, is_dask)
+    return bool(found)
 
 
 def _dims_text(shape) -> str:

@@ -1,0 +1,134 @@
+"""Ops and graphs on a local dask.distributed cluster of two worker processes: the same results as
+eager calls, the caller's settings on the workers, the graph sent to each worker once, and no
+result lost when a worker dies in the middle of a computation."""
+import os
+import pickle
+import threading
+import time
+
+import numpy as np
+import pytest
+
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+cloudpickle = pytest.importorskip("cloudpickle")
+
+import polyeng  # noqa: E402
+from dask_cases import CASES, flat  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=":0", silence_logs=40) as cluster, \
+            distributed.Client(cluster) as c:
+        c.wait_for_workers(2, timeout=120)
+        yield c
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    onnx_loader = pytest.importorskip("polyeng.onnx")
+    from polyeng import models
+    return onnx_loader.load(models.path("encoder_opset17"))
+
+
+def _encoder_inputs(batch, seq=16, seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.ones((batch, seq), bool)
+    mask[:, seq - 3:] = rng.random((batch, 3)) > 0.5
+    return rng.integers(0, 1000, (batch, seq)), mask
+
+
+def test_every_op_family_on_the_cluster_equals_eager(client):
+    want, lazy = [], []
+    with polyeng.compute_eng("basic"):
+        for name, fn, arrays, chunks, exact in CASES:
+            want.append((name, exact, flat(fn(*arrays))))
+            lazy.append(flat(fn(*[da.from_array(a, chunks=c) for a, c in zip(arrays, chunks)])))
+    got = client.compute(lazy, sync=True)
+    for (name, exact, wanted), computed in zip(want, got):
+        for g, w in zip(computed, wanted):
+            assert g.dtype == w.dtype and g.shape == w.shape, name
+            if exact:
+                np.testing.assert_array_equal(g, w, err_msg=name)
+            else:
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("engine_name", ["numba", "opencl"])
+def test_workers_make_their_own_engines(client, engine_name):
+    x = np.random.default_rng(1).standard_normal((64, 40)).astype(np.float32)
+    with polyeng.compute_eng(engine_name, fallback=False):
+        want = polyeng.softmax(polyeng.gelu(x))
+        lazy = polyeng.softmax(polyeng.gelu(da.from_array(x, chunks=(16, 40))))
+    np.testing.assert_allclose(client.compute(lazy, sync=True), want, rtol=1e-6, atol=1e-7)
+
+
+def test_a_bf16_matmul_computed_outside_its_mode_equals_the_eager_bf16_result(client):
+    a = np.random.default_rng(2).standard_normal((48, 96)).astype(np.float32)
+    b = np.random.default_rng(3).standard_normal((96, 40)).astype(np.float32)
+    with polyeng.compute_eng("basic"), polyeng.fp_math_mode("bf16"):
+        lazy = polyeng.matmul(da.from_array(a, chunks=(48, 96)), b)
+        eager_bf16 = polyeng.matmul(a, b)
+    assert polyeng.get_fp_math_mode() == polyeng.FpMathMode.STRICT
+    assert np.abs(eager_bf16 - polyeng.matmul(a, b)).max() > 1e-2
+    np.testing.assert_array_equal(client.compute(lazy, sync=True), eager_bf16)
+
+
+def test_bind_and_current_settings_travel_to_workers(client):
+    def probe():
+        return polyeng.get_compute_eng(), polyeng.get_fp_math_mode().value, polyeng.verbose and \
+            __import__("polyeng.engine.verbose", fromlist=["level"]).level()
+    with polyeng.compute_eng("numba"), polyeng.fp_math_mode("bf16"):
+        bound = polyeng.bind(probe)
+        settings = polyeng.current_settings()
+    assert pickle.loads(cloudpickle.dumps(bound)).settings == settings
+    assert client.submit(bound, pure=False).result() == ("numba", "bf16", 0)
+    assert client.submit(probe, pure=False).result() == ("recommend", "strict", 0)
+
+    def under(s):
+        with s:
+            return probe()
+    assert client.submit(under, settings, pure=False).result() == ("numba", "bf16", 0)
+
+
+def test_a_graph_runs_on_the_cluster_with_its_constants_sent_once(client, encoder):
+    ids, mask = _encoder_inputs(40)
+    with polyeng.compute_eng("numba"):
+        want = encoder(ids, mask)
+        lazy = encoder(da.from_array(ids, chunks=(8, 16)), da.from_array(mask, chunks=(8, 16)))
+    assert lazy.chunks == ((8,) * 5, (16,), (128,))
+    np.testing.assert_allclose(client.compute(lazy, sync=True), want, rtol=1e-6, atol=1e-6)
+    # the graph is one scattered piece of data on both workers, not a part of each task
+    future = encoder.__dict__["_scattered"][client.id]
+    assert len(client.who_has([future])[future.key]) == 2
+    tasks = cloudpickle.dumps(dict(lazy.__dask_graph__()))
+    assert len(tasks) < len(pickle.dumps(encoder)) / 10, (len(tasks), len(pickle.dumps(encoder)))
+
+
+def test_a_worker_killed_mid_computation_loses_nothing(client, encoder):
+    ids, mask = _encoder_inputs(320, seq=32, seed=4)
+    with polyeng.compute_eng("basic"):
+        want = encoder(ids, mask)
+        lazy = encoder(da.from_array(ids, chunks=(16, 32)), da.from_array(mask, chunks=(16, 32)))
+    workers = list(client.scheduler_info()["workers"])
+    future = client.compute(lazy)
+
+    def finished(dask_scheduler):
+        return sum(ts.state == "memory" and str(ts.key).find("polyeng-graph-output") >= 0
+                   for ts in dask_scheduler.tasks.values())
+    deadline = time.monotonic() + 60
+    while client.run_on_scheduler(finished) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    done_before = client.run_on_scheduler(finished)
+    assert 2 <= done_before < 20 and not future.done(), done_before   # killed mid-way
+    def die_soon():   # returns first, so the call is answered; the process then ends at once
+        threading.Timer(0.05, os._exit, (1,)).start()
+    client.run(die_soon, workers=[workers[0]])
+    got = future.result(timeout=180)
+    assert workers[0] not in client.scheduler_info()["workers"]   # it did die
+    np.testing.assert_array_equal(got, want)
+    assert got.shape == (320, 32, 128)
+    client.wait_for_workers(2, timeout=120)   # the nanny restarted it, for the tests after this one
