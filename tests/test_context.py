@@ -241,3 +241,65 @@ def test_verbose_environment_variable_prints_lines():
     out = _run("import numpy as np, polyeng; polyeng.concat([np.ones(3), np.ones(2)])", POLYENG_VERBOSE="1")
     assert out.returncode == 0, out.stderr
     assert out.stderr.startswith("polyeng,exec,concat,basic,recommend,fpm:strict,f64,tensors[0]:f64:3 tensors[1]:f64:2,")
+
+
+def test_current_settings_is_a_plain_picklable_snapshot():
+    import pickle
+    with polyeng.compute_eng("numba", fallback=False), polyeng.fp_math_mode("bf16"), polyeng.verbose(2):
+        settings = polyeng.current_settings()
+    assert repr(settings) == "Settings(engine='numba', fallback=False, fp_math_mode='bf16', verbose=2)"
+    copy = pickle.loads(pickle.dumps(settings))
+    assert copy == settings and hash(copy) == hash(settings)
+    assert polyeng.current_settings() == polyeng.Settings()   # outside the scopes: the defaults
+    with copy:
+        assert (polyeng.get_compute_eng(), polyeng.get_fp_math_mode().value, verbose_level()) == ("numba", "bf16", 2)
+        with polyeng.compute_eng("basic"), copy:   # nests, and the same snapshot may be entered twice
+            assert polyeng.get_compute_eng() == "numba"
+        assert polyeng.get_compute_eng() == "numba"
+    assert (polyeng.get_compute_eng(), polyeng.get_fp_math_mode().value, verbose_level()) == ("recommend", "strict", 0)
+
+
+def test_a_settings_snapshot_is_entered_by_threads_at_once():
+    settings = polyeng.Settings("basic", True, "tf32", 0)
+    barrier = threading.Barrier(3)
+
+    def inside():
+        with settings:
+            barrier.wait(timeout=10)
+            seen = polyeng.get_compute_eng(), polyeng.get_fp_math_mode().value
+            barrier.wait(timeout=10)
+        return seen, polyeng.get_compute_eng()
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = [f.result() for f in [pool.submit(inside) for _ in range(3)]]
+    assert results == [(("basic", "tf32"), "recommend")] * 3
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(TypeError, match="fallback"):
+        polyeng.Settings("basic", "no")
+    with pytest.raises(ValueError, match="fp_math_mode"):
+        polyeng.Settings("basic", True, "fp8")
+    with pytest.raises(ValueError, match="verbose"):
+        polyeng.Settings("basic", True, "strict", 5)
+    with pytest.raises(ValueError, match="not a registered engine"):
+        with polyeng.Settings("nosuchengine"):
+            pass
+    with pytest.raises(TypeError, match="not callable"):
+        polyeng.bind(42)
+
+
+def test_bind_pickles_and_runs_in_another_process():
+    import multiprocessing
+    import pickle
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with polyeng.compute_eng("basic"), polyeng.fp_math_mode("f16"):
+        bound = polyeng.bind(polyeng.softmax)
+        probe = polyeng.bind(polyeng.get_fp_math_mode)
+    assert bound.__name__ == "softmax" and bound.__wrapped__ is polyeng.softmax
+    assert pickle.loads(pickle.dumps(bound)).settings == bound.settings
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        out = pool.apply(bound, (x,))
+        mode = pool.apply(probe)
+        plain = pool.apply(polyeng.get_fp_math_mode)
+    np.testing.assert_array_equal(out, polyeng.softmax(x))
+    assert (mode, plain) == (polyeng.FpMathMode.F16, polyeng.FpMathMode.STRICT)

@@ -1,5 +1,6 @@
 """Ops on dask arrays, computed in this process: lazy, exact, settings from where the op was called."""
 import logging
+import pickle
 
 import numpy as np
 import pytest
@@ -108,6 +109,8 @@ def test_a_device_tensor_with_a_dask_array_is_a_type_error(engine):
         polyeng.add(x, t)
     with pytest.raises(TypeError, match="device tensor"):
         polyeng.concat([t, x])
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(t)
 
 
 def test_explain_reads_shapes_without_computing():

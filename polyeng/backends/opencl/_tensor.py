@@ -36,6 +36,10 @@ class OpenCLTensor:
     def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
 
+    def __reduce__(self):   # its buffer belongs to this process's OpenCL context
+        raise TypeError(f"an OpenCLTensor {self.shape} cannot be pickled: its data lives in this process's "
+                        f"OpenCL context; send polyeng.to_numpy(t) instead")
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d tensor")
