@@ -7,6 +7,10 @@ import platform
 from importlib import metadata
 
 
+# the optional packages behind polyeng[onnx] and polyeng[dask]
+EXTRAS = ("onnx", "onnxruntime", "dask", "distributed")
+
+
 def _version(dist: str) -> str:
     try:
         return metadata.version(dist)
@@ -47,6 +51,7 @@ def report() -> str:
            f"{os.cpu_count()} CPUs)",
            "versions: " + ", ".join(f"{d} {_version(d)}" for d in
                                     ("numpy", "ml_dtypes", "pluggy", "numba", "pyopencl")),
+           "extras: " + ", ".join(f"{d} {_version(d)}" for d in EXTRAS),
            "", "engines:"]
     from ..ops import OPS
     for e in polyeng.engines():
@@ -99,7 +104,7 @@ def as_json() -> dict:
         "polyeng": version(), "python": platform.python_version(), "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
         "versions": {"python": platform.python_version(), "polyeng": version(),
-                     **{d: _version(d) for d in ("numpy", "ml_dtypes", "pluggy", "numba", "pyopencl")}},
+                     **{d: _version(d) for d in ("numpy", "ml_dtypes", "pluggy", "numba", "pyopencl") + EXTRAS}},
         "engines": [{"name": e.name, "available": e.available, "reason": e.reason, "ops": list(e.ops)}
                     for e in polyeng.engines()],
         "opencl_devices": opencl_devices(),
