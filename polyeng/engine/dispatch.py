@@ -151,16 +151,24 @@ def run(spec: OpSpec, **kwargs):
 
 
 def _has_dask(kwargs) -> bool:
-    """Whether a dask array is among the arguments (lists and tuples of them included)."""
+    """Whether a dask array is among the arguments (lists and tuples of them, one level deep,
+    and lstm's params, two levels deep, included)."""
     array_type = getattr(sys.modules["dask.array"], "Array", None)
     if array_type is None:   # dask.array still importing
         return False
     for value in kwargs.values():
-        if isinstance(value, array_type):
-            return True
-        if isinstance(value, (list, tuple)) and any(
-                isinstance(v, array_type) or (isinstance(v, (list, tuple)) and any(isinstance(w, array_type) for w in v))
-                for v in value):
+        kind = type(value)
+        if kind is np.ndarray:
+            continue
+        if kind is list or kind is tuple:
+            for item in value:
+                if isinstance(item, array_type):
+                    return True
+                if type(item) is list or type(item) is tuple:
+                    for inner in item:
+                        if isinstance(inner, array_type):
+                            return True
+        elif isinstance(value, array_type):
             return True
     return False
 
