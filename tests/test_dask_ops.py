@@ -144,3 +144,40 @@ def test_a_graph_output_without_the_batch_is_refused():
     graph = polyeng.graph.trace(lambda x: polyeng.mean(x, axis=0), np.ones((3, 4), np.float32))
     with pytest.raises(ValueError, match="leading dim"):
         graph(da.ones((6, 4), chunks=2, dtype=np.float32))
+
+
+@pytest.mark.parametrize("file", ["lstm_lm_opset17", "unet_dynamo", "encoder_dynamo"])
+def test_an_imported_model_is_split_along_its_named_batch(file):
+    pytest.importorskip("onnx")
+    from polyeng import models, onnx as polyeng_onnx
+    graph = polyeng_onnx.load(models.path(file))
+    rng = np.random.default_rng(5)
+    inputs, lazy_inputs = [], []
+    for v in graph.inputs:
+        shape = tuple({"batch": 6, "seq": 5}.get(d, d) if isinstance(d, str) else d for d in v.shape)
+        value = (rng.integers(0, 50, shape) if v.dtype == np.int64 else rng.random(shape) > 0.2 if v.dtype == bool
+                 else rng.standard_normal(shape).astype(v.dtype))
+        inputs.append(value)
+        axis = list(v.shape).index("batch")   # lstm_lm's ids are (seq, batch)
+        lazy_inputs.append(da.from_array(value, chunks=tuple(4 if a == axis else 2 for a in range(value.ndim))))
+    with polyeng.compute_eng("basic"):
+        want = flat(graph(*inputs))
+        lazy = flat(graph(*lazy_inputs))
+    for got, w, part in zip(dask.compute(*lazy, scheduler="threads"), want, lazy):
+        assert got.shape == w.shape
+        assert [c for c in part.chunks if len(c) > 1] == [(4, 2)]   # split along the batch only
+        np.testing.assert_allclose(got, w, rtol=1e-6, atol=1e-6)
+    assert all(np.isfinite(n) for a in lazy for c in a.chunks for n in c)   # every size known before computing
+
+
+def test_a_graph_whose_batch_cannot_be_told_is_refused():
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    from polyeng import onnx as polyeng_onnx
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "t", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", "t", 4])
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    graph = polyeng_onnx.load(model.SerializeToString())
+    with pytest.raises(ValueError, match="cannot tell which named dim is the batch"):
+        graph(da.ones((4, 3, 4), chunks=2, dtype=np.float32))

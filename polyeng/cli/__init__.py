@@ -120,10 +120,15 @@ def _add_run(sub) -> None:
         description="Run an ONNX model through polyeng. Inputs not given with --input are drawn at random\n"
                     "from the model's signature (fixed seed): ids that index an embedding within its rows,\n"
                     "masks with the first place of the last axis True, other integers in [0, 10), floats\n"
-                    "standard normal. Named dims take 8 unless --dim sets them.",
+                    "standard normal. Named dims take 8 unless --dim sets them.\n\n"
+                    "With --dask the inputs are split along their batch dim into chunks that run\n"
+                    "the whole model on the workers of a dask cluster, under the same --engine; each timed\n"
+                    "run is one computation over the cluster, its outputs gathered (and --compare'd) here.",
         epilog="examples:\n"
                "  polyeng run model.onnx --compare\n"
-               "  polyeng run model.onnx --input input_ids=ids.npy --dim seq=32 --amp bf16 --json out.json",
+               "  polyeng run model.onnx --input input_ids=ids.npy --dim seq=32 --amp bf16 --json out.json\n"
+               "  polyeng run model.onnx --dim batch=64 --dask local:4 --compare\n"
+               "  polyeng run model.onnx --dim batch=256 --dask tcp://10.0.0.5:8786 --chunk 16",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("model", help="the .onnx file")
     run.add_argument("--input", action="append", metavar="NAME=FILE.npy",
@@ -140,6 +145,12 @@ def _add_run(sub) -> None:
                           "difference per output")
     run.add_argument("--repeat", type=int, default=10, help="timed runs after one warm-up (default 10)")
     run.add_argument("--json", metavar="FILE", help="write everything printed, and each node's decision, as JSON")
+    run.add_argument("--dask", metavar="SPEC",
+                     help="split the batch over a dask cluster (needs polyeng[dask]): local:N starts N worker "
+                          "processes on this machine for the run; tcp://HOST:PORT uses a running scheduler")
+    run.add_argument("--chunk", type=int, metavar="ROWS",
+                     help="rows of each batch chunk with --dask (default: the batch over twice the number of "
+                          "workers, rounded up: about 2 chunks per worker)")
 
 
 def main(argv=None) -> int:

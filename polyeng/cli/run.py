@@ -3,7 +3,9 @@
 Inputs come from .npy files or are drawn from the model's signature (so a model runs with no
 data at hand); the command prints the outputs with a summary, the engine each op ran on, the
 median time, and with ``--compare`` the largest difference from onnxruntime (or the ONNX
-reference evaluator). ``demo`` and ``bench --models`` build on the pieces here.
+reference evaluator). With ``--dask`` the batch is split into chunks run on a dask cluster's
+workers, the graph called once on dask arrays so the run's settings travel with it.
+``demo`` and ``bench --models`` build on the pieces here.
 """
 from __future__ import annotations
 
@@ -202,26 +204,113 @@ def _fmt(x) -> str:
     return "-" if x is None else x if isinstance(x, str) else f"{x:.4g}"
 
 
+def check_dask_flags(args) -> None:
+    """``--dask`` and ``--chunk`` checked before the model loads: a UsageError for a bad value, or
+    for dask missing."""
+    if args.chunk is not None and args.dask is None:
+        raise UsageError(f"--chunk {args.chunk}: only with --dask (it sets the rows of each batch chunk)")
+    if args.chunk is not None and args.chunk < 1:
+        raise UsageError(f"--chunk {args.chunk}: expected a positive number of rows")
+    if args.dask is None:
+        return
+    from ..dask import cluster
+    try:
+        cluster.parse(args.dask)
+        cluster.distributed_module()
+    except ValueError as exc:
+        raise UsageError(f"--dask {exc}") from None
+    except ImportError as exc:
+        raise UsageError(f"--dask {args.dask}: {exc}") from None
+
+
+def batch_dim(graph, arrays) -> tuple:
+    """(name, size, the batch axis of each input or None) of the dim ``--dask`` splits: the graph's
+    batch as ``polyeng.dask.graphs.batch_layout`` tells it (a time-major model's ``[seq, batch]``
+    is split along its second dim)."""
+    from ..dask.graphs import batch_layout
+    try:
+        layout = batch_layout(graph, arrays)
+    except ValueError as exc:
+        raise UsageError(f"--dask: {exc}") from None
+    first = next(i for i, axis in enumerate(layout.inputs) if axis is not None)
+    axis = layout.inputs[first]
+    name = graph.inputs[first].shape[axis]
+    return (name if isinstance(name, str) else "batch", int(np.shape(arrays[first])[axis]), layout.inputs)
+
+
+def enter_cluster(stack, spec: str):
+    """The client of ``--dask SPEC``, closed with ``stack``; a UsageError when none can be had."""
+    from ..dask import cluster
+    try:
+        return stack.enter_context(cluster.connect(spec))
+    except OSError as exc:   # no scheduler there, or one without workers
+        raise UsageError(f"--dask: {exc}") from None
+
+
+def run_on_dask(client, runnable, arrays, dim, args, progress) -> tuple[dict, dict]:
+    """(the timing, as ``time_runs``'s, of full computes over the cluster; what ran where).
+
+    The graph is called once, under the caller's settings, on the inputs as dask arrays chunked
+    along the batch; each run is one ``dask.compute`` of its outputs, gathered here."""
+    import dask
+    import dask.array as da
+    from ..dask import cluster
+    name, batch, axes = dim
+    workers = cluster.workers(client)
+    rows = cluster.chunk_rows(batch, workers, args.chunk)
+    split = [a if axis is None else da.from_array(a, chunks=tuple(rows if d == axis else n for d, n in enumerate(a.shape)))
+             for a, axis in zip(arrays, axes)]
+    start = time.perf_counter()
+    lazy = runnable(*split)
+    call_s = time.perf_counter() - start
+    parts = tuple(lazy) if isinstance(lazy, (tuple, list)) else (lazy,)
+    first = next(i for i, axis in enumerate(axes) if axis is not None)
+    chunks = split[first].chunks[axes[first]]
+    timing = time_runs(lambda: dask.compute(*parts), args.repeat, progress, args.model)
+    where = {"cluster": args.dask, "scheduler": client.scheduler.address, "workers": workers, "dim": name,
+             "batch": batch, "rows_per_chunk": rows, "chunks": len(chunks), "chunk_rows": list(chunks),
+             "call_s": call_s}
+    return timing, where
+
+
+def dask_line(where: dict) -> str:
+    rows, last = where["rows_per_chunk"], where["chunk_rows"][-1]
+    return (f"dask: {where['cluster']} (scheduler {where['scheduler']}), {_count(where['workers'], 'worker')}: "
+            f"{where['dim']}={where['batch']} in {_count(where['chunks'], 'chunk')} of {_count(rows, 'row')}"
+            + (f" (the last {last})" if last != rows else ""))
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'s' * (n != 1)}"
+
+
 def run_model(args, progress=None) -> tuple[dict, list[str]]:
     """The whole run as a JSON-ready dict, and the lines to print."""
+    check_dask_flags(args)
     scope = engine_scope(args.engine)
     graph = load_graph(args.model)
     given = load_inputs(args.input or [], graph)
     prepared = model_inputs(graph, given, parse_dims(args.dim or [], graph, given))
+    dim = batch_dim(graph, prepared.arrays) if args.dask is not None else None
     report = {"model": args.model, "graph": {"name": graph.name, "nodes": len(graph.nodes),
                                              "constants": len(graph.constants)},
               "engine": args.engine or polyeng.get_compute_eng(), "inputs": prepared.described,
               "dims": prepared.dims}
     lines = [f"model: {args.model} ({graph.name}: {len(graph.nodes)} nodes, {len(graph.constants)} constants)",
              "inputs:"] + columns([(i["name"], f"{i['dtype']}{i['shape']}", i["source"]) for i in prepared.described])
-    with scope:
+    with scope, contextlib.ExitStack() as cluster:
         try:
             runnable, report["amp"], amp_lines = convert(graph, args.amp, prepared.arrays)
-            timing = time_runs(lambda: runnable(*prepared.arrays), args.repeat, progress, args.model)
+            if dim is None:
+                timing = time_runs(lambda: runnable(*prepared.arrays), args.repeat, progress, args.model)
+            else:
+                client = enter_cluster(cluster, args.dask)
+                timing, report["dask"] = run_on_dask(client, runnable, prepared.arrays, dim, args, progress)
         except ValueError as exc:   # an op refusing the values: ids past an embedding's rows (seq too long)
             sizes = ", ".join(f"{d}={n}" for d, n in prepared.dims.items())
             raise UsageError(f"the model cannot run on these inputs{f' ({sizes})' if sizes else ''}: "
                              f"{str(exc).splitlines()[0]}") from None
+        cluster.close()   # a local cluster's workers are gone before anything else runs
         rows = decisions(runnable.explain(*prepared.arrays))
     outputs = as_list(timing.pop("result"))
     report["outputs"] = [output_summary(v, a) for v, a in zip(graph.outputs, outputs)]
@@ -232,7 +321,11 @@ def run_model(args, progress=None) -> tuple[dict, list[str]]:
                        f"mean {_fmt(o['mean'])}") for o in report["outputs"]])
     lines += [f"engines per op (graph.explain, under compute_eng {report['engine']!r}):"]
     lines += decision_lines(report["engines_by_op"])
-    lines.append(f"time: median {timing['median_s'] * 1e3:.3f} ms over {args.repeat} runs "
+    over = ""
+    if "dask" in report:
+        lines.append(dask_line(report["dask"]))
+        over = f", each one dask.compute over {_count(report['dask']['workers'], 'worker')}"
+    lines.append(f"time: median {timing['median_s'] * 1e3:.3f} ms over {args.repeat} runs{over} "
                  f"(first run {timing['first_s'] * 1e3:.1f} ms)")
     if args.compare:
         feed = {i["name"]: a for i, a in zip(prepared.described, prepared.arrays)}

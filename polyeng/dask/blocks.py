@@ -73,15 +73,15 @@ def part(result, *, path: tuple):
     return result
 
 
-def run_graph(graph, *blocks, settings):
+def run_graph(graph, *blocks, settings, in_axis: int, out_axes: list):
     """The whole graph on one batch chunk; its computed outputs as a tuple. ValueError when an
-    output does not have the chunk's rows as its leading dim."""
+    output does not have the chunk's rows along its batch axis."""
     with settings:
         result = graph._run_flat(blocks)
-    rows = next((b.shape[0] for b in blocks if getattr(b, "ndim", 0)), None)
-    for value in result:
-        if value.ndim == 0 or value.shape[0] != rows:
+    rows = next(b.shape[in_axis] for b in blocks if getattr(b, "ndim", 0) > in_axis)
+    for value, axis in zip(result, out_axes):
+        if value.ndim <= axis or value.shape[axis] != rows:
             raise ValueError(f"graph {graph.name} returned an output of shape {value.shape} for a batch chunk of "
                              f"{rows} rows; a graph runs on dask arrays only when every output keeps the batch "
-                             f"as its leading dim")
+                             f"(along axis {axis} here)")
     return tuple(result)

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..engine.call import map_arrays
 from ..engine.settings import current_settings
-from ..graph.ir import ref_names
+from ..graph.ir import fill, ref_names
 from . import blocks
 from .ops import is_dask, placeholder, refuse_device_tensors
 
@@ -32,39 +32,39 @@ def call(graph, args, kwargs):
         return held
     values = graph._bind(map_arrays(args, stand_in, is_dask), map_arrays(kwargs, stand_in, is_dask))
     values = [originals.get(id(v), v) for v in values]
+    layout = batch_layout(graph, values)
     names = [v.name for v in graph.inputs]
-    first = next(i for i, v in enumerate(values) if is_dask(v))
-    batch = values[first].shape[0] if values[first].ndim else None
-    if batch is None:
-        raise ValueError(f"graph input {names[first]} is a 0-d dask array; a graph runs on dask arrays "
-                         f"chunked along a leading batch dim")
-    chunks = values[first].chunks[0]
+    first = next((i for i, v in enumerate(values) if is_dask(v) and layout.inputs[i] is not None), None)
+    if first is None:
+        raise ValueError(f"graph {graph.name}: the dask inputs have no batch ({layout.dim_text}) to split along")
+    batch = values[first].shape[layout.inputs[first]]
+    chunks = values[first].chunks[layout.inputs[first]]
     pairs = []
-    for name, value in zip(names, values):
-        if value.ndim == 0:
-            pairs += [value if is_dask(value) else np.asarray(value), None]
+    for name, value, axis in zip(names, values, layout.inputs):
+        if axis is None:   # no batch dim: whole, one piece every chunk task reads
+            value = value if is_dask(value) else np.asarray(value)
+            pairs += [value.rechunk(-1) if is_dask(value) else value, None]
             continue
-        if value.shape[0] != batch:
-            raise ValueError(f"graph input {name} has {value.shape[0]} rows where input {names[first]} has "
-                             f"{batch}; on dask arrays every input is split along the same leading batch dim")
-        layout = (chunks,) + tuple((n,) for n in value.shape[1:])
+        if value.shape[axis] != batch:
+            raise ValueError(f"graph input {name} has {value.shape[axis]} along {layout.dim_text} where input "
+                             f"{names[first]} has {batch}; every input is split along the same batch")
+        shape = tuple(value.shape)
+        layout_chunks = tuple(chunks if a == axis else (n,) for a, n in enumerate(shape))
         if is_dask(value):
-            value = value.rechunk(layout) if value.chunks != layout else value
+            value = value.rechunk(layout_chunks) if value.chunks != layout_chunks else value
         else:
-            value = da.from_array(np.asarray(value), chunks=layout)
-        pairs += [value, ("b",) + tuple(f"in{len(pairs)}.{a}" for a in range(1, value.ndim))]
-    outputs = _output_layouts(graph, _named_sizes(graph, values))
-    if any(math.isnan(n) for _, _, rest in outputs for n in rest):
-        outputs = _probed(graph, values, outputs)
+            value = da.from_array(np.asarray(value), chunks=layout_chunks)
+        pairs += [value, tuple("b" if a == axis else f"in{len(pairs)}.{a}" for a in range(len(shape)))]
     settings = current_settings()
     tuples = da.blockwise(blocks.run_graph, "b", _graph_ref(graph), None, *pairs, dtype=object,
                           meta=np.empty((0,), object), concatenate=True, settings=settings,
+                          in_axis=layout.inputs[first], out_axes=layout.outputs,
                           token=f"polyeng-graph-{graph.name}")
     computed = []
-    for i, (name, dtype, rest) in enumerate(outputs):
-        index = ("b",) + tuple(f"out{i}.{a}" for a in range(len(rest)))
+    for i, ((dtype, shape), axis) in enumerate(zip(layout.types, layout.outputs)):
+        index = tuple("b" if a == axis else f"out{i}.{a}" for a in range(len(shape)))
         array = da.blockwise(blocks.part, index, tuples, "b", dtype=dtype, meta=np.empty((0,) * len(index), dtype),
-                             new_axes={k: n for k, n in zip(index[1:], rest)} or None, path=(i,),
+                             new_axes={k: n for k, n in zip(index, shape) if k != "b"} or None, path=(i,),
                              token="polyeng-graph-output")
         computed.append(array)
     found = iter(computed)
@@ -72,8 +72,75 @@ def call(graph, args, kwargs):
 
     def output(name):
         return constants[name].copy() if name in constants else next(found)
-    from ..graph.ir import fill
     return fill(graph._output_structure, output)
+
+
+class Layout:
+    """Where the batch is: ``dim_text`` names it, ``inputs``/``outputs`` hold its axis in each input
+    and computed output (None: the input has none), ``types`` each output's dtype and shape with
+    the batch axis's size left as the graph has it."""
+
+    def __init__(self, dim_text, inputs, outputs, types):
+        self.dim_text, self.inputs, self.outputs, self.types = dim_text, inputs, outputs, types
+
+
+def batch_layout(graph, values) -> Layout:
+    """The batch of a graph called with ``values``: the leading dim of a traced graph; for a graph
+    with named dims (an imported model), the named dim that every input with dims has once and
+    whose name says batch (or, when there is one such dim, that one). Its place in each output
+    comes from the output's declared dims or, where they do not tell (``unk__0``), from a run on
+    zero rows. ValueError when the batch cannot be told or an output does not keep it."""
+    inputs = graph.inputs
+    outputs = [name for name in ref_names(graph._output_structure) if name not in graph._constants]
+    if not any(type(d) is str for v in inputs for d in v.shape):
+        in_axes = [0 if len(v.shape) else None for v in inputs]
+        if all(a is None for a in in_axes):
+            raise ValueError(f"graph {graph.name}: no input has a batch dim to split along")
+        dim, out_axes = None, []
+        for name in outputs:
+            shape = graph._types[name][1]
+            if not shape or shape[0] != inputs[in_axes.index(0)].shape[0]:
+                raise ValueError(f"graph output {name} has shape {_text(shape)}, whose leading dim is not the "
+                                 f"inputs' batch; a graph runs on dask arrays only when every output keeps "
+                                 f"the batch")
+            out_axes.append(0)
+        text = "the leading dim"
+    else:
+        dim = _batch_name(graph)
+        in_axes = [list(v.shape).index(dim) if dim in v.shape else None for v in inputs]
+        out_axes = [list(graph._types[n][1]).index(dim) if dim in graph._types[n][1] else None for n in outputs]
+        text = f"dim {dim!r}"
+    sizes = _named_sizes(graph, values)
+    types = []
+    for name in outputs:
+        dtype, shape = graph._types[name]
+        types.append((np.dtype(dtype), tuple(d if type(d) is int else sizes.get(d, math.nan) for d in shape)))
+    if dim is not None and (None in out_axes or any(math.isnan(n) for _, s in types for n in s)):
+        out_axes, types = _probed(graph, values, in_axes, outputs, out_axes, types)
+    for name, axis in zip(outputs, out_axes):
+        if axis is None:
+            raise ValueError(f"graph output {name} has shape {_text(graph._types[name][1])}, which does not keep "
+                             f"{text} of the inputs (the batch); a graph runs on dask arrays only when every "
+                             f"output keeps the batch")
+    return Layout(text, in_axes, out_axes, types)
+
+
+def _batch_name(graph) -> str:
+    shared = None
+    for v in graph.inputs:
+        if not v.shape:
+            continue
+        once = {d for d in v.shape if type(d) is str and list(v.shape).count(d) == 1}
+        shared = once if shared is None else shared & once
+    shared = sorted(shared or ())
+    batch = [d for d in shared if "batch" in d.lower()]
+    if len(batch) == 1:
+        return batch[0]
+    if len(shared) == 1 and not batch:
+        return shared[0]
+    raise ValueError(f"graph {graph.name}: cannot tell which named dim is the batch to split along "
+                     f"(the inputs share {', '.join(shared) or 'no named dim'}); on dask arrays a graph is split "
+                     f"along the one named dim that every input has and whose name contains 'batch'")
 
 
 def _named_sizes(graph, values) -> dict:
@@ -86,35 +153,27 @@ def _named_sizes(graph, values) -> dict:
     return sizes
 
 
-def _output_layouts(graph, sizes) -> list:
-    """``(name, dtype, non-batch sizes)`` per computed output; ValueError for an output that does
-    not keep the batch as its leading dim. A size the inputs do not tell is nan (unknown to dask)."""
-    batch_dims = {v.shape[0] for v in graph.inputs if v.shape}
-    layouts = []
-    for name in ref_names(graph._output_structure):
-        if name in graph._constants:
-            continue
-        dtype, shape = graph._types[name]
-        if not shape or (shape[0] not in batch_dims and shape[0] is not None):
-            raise ValueError(f"graph output {name} has shape {_text(shape)}, whose leading dim is not the inputs' "
-                             f"batch ({', '.join(map(str, sorted(batch_dims, key=str)))}); a graph runs on dask "
-                             f"arrays only when every output keeps the batch as its leading dim")
-        rest = tuple(d if type(d) is int else sizes.get(d, math.nan) for d in shape[1:])
-        layouts.append((name, np.dtype(dtype), rest))
-    return layouts
-
-
-def _probed(graph, values, outputs) -> list:
-    """Output sizes the graph's types leave open (an imported model's ``unk__0``), read off a run of
-    the graph on zero rows of zeros shaped like the inputs: no data is read, next to nothing is
-    computed. Where that run fails the sizes stay unknown (nan) to dask."""
-    empty = [np.zeros((0,) + tuple(v.shape[1:]) if v.ndim else (), v.dtype) for v in values]
+def _probed(graph, values, in_axes, outputs, out_axes, types):
+    """Where the batch goes in the outputs whose dims do not tell (an imported model's ``unk__0``),
+    and their other sizes, from a run of the graph on zero rows of zeros shaped like the inputs:
+    no data is read and next to nothing is computed. The batch axis of such an output is its one
+    dim of size 0. Where that run fails, what the types tell is kept (unknown sizes are nan)."""
+    empty = [np.zeros(tuple(0 if a == axis else n for a, n in enumerate(v.shape)), v.dtype)
+             for v, axis in zip(values, in_axes)]
     try:
         found = graph._run_flat(empty)
     except Exception:
-        return outputs
-    return [(name, dtype, tuple(int(n) for n in result.shape[1:]) if result.ndim == len(rest) + 1 else rest)
-            for (name, dtype, rest), result in zip(outputs, found)]
+        return out_axes, types
+    axes, sized = [], []
+    for result, axis, (dtype, shape) in zip(found, out_axes, types):
+        zeros = [a for a, n in enumerate(result.shape) if n == 0]
+        if axis is None and len(zeros) == 1:
+            axis = zeros[0]
+        if len(result.shape) == len(shape):
+            shape = tuple(n if a == axis else int(m) for a, (n, m) in enumerate(zip(shape, result.shape)))
+        axes.append(axis)
+        sized.append((dtype, shape))
+    return axes, sized
 
 
 def _text(shape) -> str:

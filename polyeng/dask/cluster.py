@@ -1,0 +1,92 @@
+"""The dask cluster a run is split over, named by one string: ``local:N`` (N worker processes on
+this machine, started for the run and closed after it) or ``tcp://HOST:PORT`` (a scheduler
+someone else started, left running), and how a batch is cut into chunks for its workers.
+
+``distributed`` is imported only when a cluster is asked for, so ``polyeng`` without the
+``polyeng[dask]`` extra says what to install instead of failing on import.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import re
+import warnings
+
+CONNECT_TIMEOUT_S = 10.0   # a scheduler that has not answered (or has no worker) by then is not there
+CHUNKS_PER_WORKER = 2      # one chunk computing while the next is handed over
+FORMS = "local:N (N worker processes on this machine, N a positive integer) or tcp://HOST:PORT (a running scheduler)"
+_LOCAL = re.compile(r"local:([0-9]+)")
+_TCP = re.compile(r"tcp://(\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):([0-9]{1,5})")
+
+
+def parse(spec: str) -> tuple[str, int | str]:
+    """``("local", N)`` or ``("tcp", address)``; ValueError naming ``spec`` and the forms taken."""
+    text = spec.strip() if isinstance(spec, str) else ""
+    local, tcp = _LOCAL.fullmatch(text), _TCP.fullmatch(text)
+    if local and int(local.group(1)) >= 1:
+        return "local", int(local.group(1))
+    if tcp and 0 < int(tcp.group(2)) < 65536:
+        return "tcp", text
+    raise ValueError(f"{spec!r} names no dask cluster; expected {FORMS}")
+
+
+@contextlib.contextmanager
+def connect(spec: str, timeout: float | None = None):
+    """A ``distributed.Client`` on the cluster ``spec`` names, the default client while the block
+    runs (so ``dask.compute`` and graphs called on dask arrays use it), with at least one worker.
+
+    ``local:N`` starts N single-threaded worker processes on 127.0.0.1, without a dashboard and
+    logging only warnings and errors, and closes them when the block ends. ``tcp://HOST:PORT``
+    closes only its client: the cluster belongs to whoever started it. OSError when the
+    scheduler does not answer, or has no worker, within ``timeout`` seconds (default
+    ``CONNECT_TIMEOUT_S``).
+    """
+    kind, value = parse(spec)
+    distributed = distributed_module()
+    timeout = CONNECT_TIMEOUT_S if timeout is None else timeout
+    with contextlib.ExitStack() as stack:
+        if kind == "local":
+            with warnings.catch_warnings():
+                # without a dashboard the scheduler still serves its health routes, on 8787 when free,
+                # else on any port: that it took another one concerns nobody
+                warnings.filterwarnings("ignore", r"Port \d+ is already in use", UserWarning)
+                target = stack.enter_context(distributed.LocalCluster(
+                    n_workers=value, threads_per_worker=1, processes=True, host="127.0.0.1",
+                    dashboard_address=None, silence_logs=logging.WARNING))
+        else:
+            target = value
+        try:
+            client = stack.enter_context(distributed.Client(target, timeout=timeout))
+        except OSError as exc:
+            why = "" if str(exc).startswith("Timed out") else f" ({exc})"
+            raise OSError(f"no dask scheduler answered at {value} within {timeout:g} s{why}") from None
+        try:
+            client.wait_for_workers(value if kind == "local" else 1, timeout=timeout)
+        except TimeoutError:
+            where = "local cluster" if kind == "local" else f"dask scheduler at {value}"
+            raise OSError(f"the {where} has no workers (none joined within {timeout:g} s)") from None
+        yield client
+
+
+def workers(client) -> int:
+    """How many workers the client's scheduler has now."""
+    return len(client.nthreads())
+
+
+def chunk_rows(batch: int, workers: int, rows: int | None = None) -> int:
+    """Rows per batch chunk: ``rows`` as asked, else the batch over ``CHUNKS_PER_WORKER`` chunks
+    per worker, rounded up (so at most that many chunks); at least 1, at most the batch."""
+    if rows is None:
+        rows = math.ceil(batch / (CHUNKS_PER_WORKER * max(workers, 1)))
+    return max(1, min(rows, batch))
+
+
+def distributed_module():
+    """``distributed``, or ImportError saying which extra brings it."""
+    try:
+        import distributed
+    except ImportError as exc:
+        raise ImportError(f"running on a dask cluster needs dask and distributed ({exc}); "
+                          f"pip install 'polyeng[dask]'") from None
+    return distributed
