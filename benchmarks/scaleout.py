@@ -24,12 +24,13 @@ the graph, dask's ``sizeof``), and the last timed compute (the same counts, the 
 ``update-graph`` message the client sends, worker-to-client bytes, and how often the graph went
 from one worker to another: the active memory manager of distributed drops the copies of a
 broadcast that no task waits for, every 2 s by default, so a later compute fetches it again).
-Growth, on lazy arrays only: for each batch and
-chunk size of ``--growth-batches`` x ``--growth-chunks``, the task count (as built and after
-``dask.optimize``), the pickled (cloudpickle) size of the tasks built under a client (graph
-referenced by its scattered future), split into the graph's own tasks and the input chunks,
-the size of the same tasks without a client (the graph pickled into them as one task), and the
-pickled graph's size times the number of workers (what the scatter sends).
+
+Growth, on lazy arrays only: for each batch and chunk size of ``--growth-batches`` x
+``--growth-chunks``, the task count (as built and after ``dask.optimize``), the pickled
+(cloudpickle) size of the tasks built under a client (the graph referenced by its scattered
+future), split into the graph's own tasks and the input chunks, the size of the same tasks
+without a client (the graph pickled into them as one task), and the pickled graph's size times
+the number of workers (what the scatter sends).
 
     python benchmarks/scaleout.py [--batch 4096] [--seq 64] [--chunk 256] [--workers 1 2] [--repeat 3]
         [--growth-batches 1024 4096 16384] [--growth-chunks 64 256 1024] [--json PATH]

@@ -3,8 +3,9 @@
 The inputs are chunked along their leading (batch) dim only (other dims are rechunked to one
 chunk), and every input takes the first dask input's batch chunks. The graph object, with its
 constants, is one piece of data in the task graph, not part of every task: under a
-``distributed`` client it is scattered to every worker once (and kept there for later calls
-of the same graph on the same client); on other schedulers it is one task that every chunk
+``distributed`` client it is scattered to every worker once per client (distributed's active
+memory manager may drop a worker's copy between computes; it is then copied from another
+worker, never from the client again); on other schedulers it is one task that every chunk
 task reads. Each worker compiles its own copy of the graph once, on its first chunk.
 """
 from __future__ import annotations

@@ -91,6 +91,9 @@ class Graph:
         state.pop("_scattered", None)
         return state
 
+    def __sizeof__(self) -> int:   # what dask's scheduler books for it: the constants dominate
+        return object.__sizeof__(self) + sum(int(c.nbytes) for c in self._constants.values())
+
     def __dask_tokenize__(self):
         token = self.__dict__.get("_token")
         if token is None:   # a graph is not changed after it is made: one token per object
