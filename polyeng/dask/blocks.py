@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..engine.call import map_arrays
+
 
 class Slot:
     """Where the ``index``-th block goes in an op's keyword arguments."""
@@ -29,13 +31,7 @@ class Slot:
 
 def fill(template, blocks):
     """``template`` with every :class:`Slot` replaced by its block (lists, tuples, dicts kept)."""
-    if type(template) is Slot:
-        return blocks[template.index]
-    if isinstance(template, (list, tuple)):
-        return type(template)(fill(t, blocks) for t in template)
-    if isinstance(template, dict):
-        return {k: fill(v, blocks) for k, v in template.items()}
-    return template
+    return map_arrays(template, lambda slot: blocks[slot.index], lambda v: type(v) is Slot)
 
 
 def run_op(*blocks, op: str, settings, template: dict, keep_prefix=None):

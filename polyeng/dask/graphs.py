@@ -20,7 +20,7 @@ from ..engine.call import map_arrays
 from ..engine.settings import current_settings
 from ..graph.ir import fill, ref_names
 from . import blocks
-from .ops import is_dask, placeholder, refuse_device_tensors
+from .ops import is_dask, part_of, placeholder, refuse_device_tensors
 
 
 def call(graph, args, kwargs):
@@ -64,10 +64,8 @@ def call(graph, args, kwargs):
     computed = []
     for i, ((dtype, shape), axis) in enumerate(zip(layout.types, layout.outputs)):
         index = tuple("b" if a == axis else f"out{i}.{a}" for a in range(len(shape)))
-        array = da.blockwise(blocks.part, index, tuples, "b", dtype=dtype, meta=np.empty((0,) * len(index), dtype),
-                             new_axes={k: n for k, n in zip(index, shape) if k != "b"} or None, path=(i,),
-                             token="polyeng-graph-output")
-        computed.append(array)
+        computed.append(part_of(tuples, "b", (i,), index, dtype, {k: n for k, n in zip(index, shape) if k != "b"},
+                                "polyeng-graph-output"))
     found = iter(computed)
     constants = graph.constants
 

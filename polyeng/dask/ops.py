@@ -122,12 +122,16 @@ class LazyCall:
         """An op with several results: one task per block runs it, and each result is taken from
         that task's tuple. ``outputs``: ``(path, index, dtype, new_axes)`` per result."""
         tuples = self.build(loop, whole=whole, adjust_chunks=adjust_chunks, dtype=object)
-        found = []
-        for path, index, dtype, new_axes in outputs:
-            found.append(da.blockwise(blocks.part, index, tuples, loop, dtype=dtype,
-                                      meta=np.empty((0,) * len(index), dtype), new_axes=new_axes or None,
-                                      concatenate=True, path=path, token=f"polyeng-{self.op}-part"))
-        return found
+        return [part_of(tuples, loop, path, index, dtype, new_axes, f"polyeng-{self.op}-part")
+                for path, index, dtype, new_axes in outputs]
+
+
+def part_of(tuples, loop, path, index, dtype, new_axes, token):
+    """The dask array of one result of tasks that return several: ``tuples`` (one tuple per block,
+    blocks indexed by ``loop``), the result at ``path`` in each, laid out as ``index`` with the
+    sizes of its axes outside ``loop`` in ``new_axes``."""
+    return da.blockwise(blocks.part, index, tuples, loop, dtype=dtype, meta=np.empty((0,) * len(index), dtype),
+                        new_axes=new_axes or None, concatenate=True, path=path, token=token)
 
 
 # --- the rules, per op or family ------------------------------------------------------------------
@@ -150,10 +154,8 @@ def _matmul(c: LazyCall):
     c.put("b", b_index)
     if c.prepared.dtype in dt.SIXTEEN_BIT_FLOATS:   # f32 accumulation inside one kernel call
         return c.build(out, whole="k")
-    pairs = c._rechunked("")
-    return da.blockwise(blocks.run_matmul, out, *pairs, dtype=c.prepared.dtype,
-                        meta=np.empty((0,) * len(out), c.prepared.dtype), concatenate=False, align_arrays=True,
-                        settings=c.settings, out_dtype=c.prepared.dtype, token="polyeng-matmul")
+    # the contraction axis stays chunked: each task gets the lists of its row and column blocks
+    return c.build(out, fn=blocks.run_matmul, concatenate=False, settings=c.settings, out_dtype=c.prepared.dtype)
 
 
 def _linear(c: LazyCall):
