@@ -41,6 +41,10 @@ def _encoder_inputs(batch, seq=16, seed=0):
     return rng.integers(0, 1000, (batch, seq)), mask
 
 
+def _tasks_naming(graph, key):
+    return [k for k, task in graph.items() if key in (getattr(task, "dependencies", None) or ())]
+
+
 def test_every_op_family_on_the_cluster_equals_eager(client):
     want, lazy = [], []
     with polyeng.compute_eng("basic"):
@@ -101,11 +105,34 @@ def test_a_graph_runs_on_the_cluster_with_its_constants_sent_once(client, encode
         lazy = encoder(da.from_array(ids, chunks=(8, 16)), da.from_array(mask, chunks=(8, 16)))
     assert lazy.chunks == ((8,) * 5, (16,), (128,))
     np.testing.assert_allclose(client.compute(lazy, sync=True), want, rtol=1e-6, atol=1e-6)
-    # the graph is one scattered piece of data on both workers, not a part of each task
+    # the graph is one scattered piece of data that every task names, not a part of each task
     future = encoder.__dict__["_scattered"][client.id]
-    assert len(client.who_has([future])[future.key]) == 2
-    tasks = cloudpickle.dumps(dict(lazy.__dask_graph__()))
+    graph = dict(lazy.__dask_graph__())
+    assert len(_tasks_naming(graph, future.key)) == 5   # one per chunk
+    # held by the cluster after the compute (distributed's memory manager may keep only one copy)
+    assert future.status == "finished" and len(client.who_has([future])[future.key]) >= 1
+    tasks = cloudpickle.dumps(graph)
     assert len(tasks) < len(pickle.dumps(encoder)) / 10, (len(tasks), len(pickle.dumps(encoder)))
+    # a second call sends nothing from the client again: the same scattered key
+    again = encoder(da.from_array(ids[:16], chunks=(8, 16)), da.from_array(mask[:16], chunks=(8, 16)))
+    assert len(_tasks_naming(dict(again.__dask_graph__()), future.key)) == 2
+    assert encoder.__dict__["_scattered"][client.id] is future
+    np.testing.assert_allclose(client.compute(again, sync=True), want[:16], rtol=1e-6, atol=1e-6)
+
+
+def test_a_graph_whose_scattered_copy_is_gone_is_scattered_again(client, encoder):
+    ids, mask = _encoder_inputs(8)
+    want = encoder(ids, mask)
+    first = encoder(da.from_array(ids, chunks=(4, 16)), da.from_array(mask, chunks=(4, 16)))
+    old = encoder.__dict__["_scattered"][client.id]
+    client.cancel(old)   # as if the workers holding it had died
+    lazy = encoder(da.from_array(ids, chunks=(4, 16)), da.from_array(mask, chunks=(4, 16)))
+    new = encoder.__dict__["_scattered"][client.id]
+    assert new.key != old.key and new.status == "finished"
+    assert _tasks_naming(dict(lazy.__dask_graph__()), new.key)
+    assert not _tasks_naming(dict(lazy.__dask_graph__()), old.key)
+    np.testing.assert_allclose(client.compute(lazy, sync=True), want, rtol=1e-6, atol=1e-6)
+    del first
 
 
 def test_a_worker_killed_mid_computation_loses_nothing(client, encoder):
