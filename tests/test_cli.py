@@ -242,6 +242,40 @@ def test_ctrl_c_exits_130_without_a_traceback(command, tmp_path):
     assert err.rstrip().endswith("polyeng: interrupted") and "Traceback" not in err
 
 
+_DROPPED_INTERRUPT = """
+import ctypes, sys, time
+import polyeng.cli as cli
+
+def command(argv):
+    # Ctrl-C landing in a Python callback of C code (as numba's LLVM object cache calls one for each
+    # function it compiles) raises KeyboardInterrupt there, and ctypes drops it
+    ctypes.CFUNCTYPE(None)(lambda: (_ for _ in ()).throw(KeyboardInterrupt))()
+    print("after the callback", file=sys.stderr, flush=True)
+    deadline = time.monotonic() + float(argv[0])
+    while time.monotonic() < deadline:   # a long command that never looks for an interrupt
+        sum(range(1000))
+    print("ran to the end", file=sys.stderr)
+    return 0
+
+cli._run_command = command
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("twice", [False, True], ids=["once", "dropped-twice"])
+def test_an_interrupt_dropped_inside_a_c_callback_still_ends_the_command(twice):
+    script = _DROPPED_INTERRUPT
+    if twice:   # the interrupt sent again lands in a callback too: it is sent once more
+        script = script.replace("    print(\"after", "    ctypes.CFUNCTYPE(None)(lambda: time.sleep(0.5))()\n    print(\"after")
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", script, "60"], cwd=ROOT, text=True, capture_output=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert time.monotonic() - start < 30   # not the command's 60 s
+    assert proc.stderr.endswith("polyeng: interrupted\n") and "ran to the end" not in proc.stderr
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+
+
 def test_a_closed_output_pipe_ends_quietly():
     proc = polyeng_process("info")
     proc.stdout.close()   # as ``polyeng info | head -0``: the reader is gone before anything is written

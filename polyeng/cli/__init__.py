@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 
-from .console import INTERRUPTED_EXIT, USAGE_EXIT, UsageError, check_environment, error, notices
+from .console import INTERRUPTED_EXIT, USAGE_EXIT, UsageError, check_environment, error, interrupts_kept, notices
 
 FP_MATH_MODES = "strict, bf16, f16, tf32, any"
 
@@ -155,17 +155,23 @@ def _add_run(sub) -> None:
 
 def main(argv=None) -> int:
     """Runs one command; returns its exit status (2: bad argument or setting, 130: interrupted)."""
-    try:
-        return _run_command(argv)
-    except KeyboardInterrupt:
-        clear = "\r\x1b[K" if sys.stderr.isatty() else ""   # the progress bar's line
-        print(f"{clear}polyeng: interrupted", file=sys.stderr)
-        return INTERRUPTED_EXIT
-    except BrokenPipeError:
-        # the reader went away (polyeng info | head): stop quietly, and keep the interpreter's
-        # final flush of stdout from failing again
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    with interrupts_kept() as caught:
+        try:
+            return _run_command(argv)
+        except KeyboardInterrupt:
+            caught()
+            return _interrupted()
+        except BrokenPipeError:
+            # the reader went away (polyeng info | head): stop quietly, and keep the interpreter's
+            # final flush of stdout from failing again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+
+
+def _interrupted() -> int:
+    clear = "\r\x1b[K" if sys.stderr.isatty() else ""   # the progress bar's line
+    print(f"{clear}polyeng: interrupted", file=sys.stderr)
+    return INTERRUPTED_EXIT
 
 
 def _run_command(argv) -> int:

@@ -8,9 +8,12 @@ for what they reject.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import logging
+import signal
 import sys
+import threading
 import warnings
 
 USAGE_EXIT = 2
@@ -86,3 +89,56 @@ def notices(show: bool = True):
         logger.removeHandler(handler)
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
+
+
+class _Redelivery:
+    """Ctrl-C that lands while C code runs a Python callback (numba's LLVM object cache calls one
+    for every function it compiles) raises KeyboardInterrupt inside that callback, where ctypes
+    prints "Exception ignored" and drops it: the command would go on as if never interrupted.
+    While ``interrupts_kept()`` is active such a dropped KeyboardInterrupt is not printed, and the
+    main thread is interrupted again (every ``RETRY_S`` until ``main`` has caught one)."""
+
+    RETRY_S = 0.2
+
+    def __init__(self):
+        self.caught = threading.Event()
+        self.thread = None
+
+    def hook(self, unraisable, previous):
+        if not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            return previous(unraisable)
+        if self.thread is None or not self.thread.is_alive():
+            self.thread = threading.Thread(target=self._interrupt, name="polyeng-interrupt", daemon=True)
+            self.thread.start()
+
+    def _interrupt(self):
+        while not self.caught.wait(self.RETRY_S):
+            _thread.interrupt_main(signal.SIGINT)
+
+    def stop(self):
+        """No interrupt after this one: the thread ends, and one it sent just before is taken here."""
+        self.caught.set()
+        if self.thread is not None:
+            self.thread.join()
+            try:
+                _settle()   # a Python call: an interrupt still pending is raised at its start
+            except KeyboardInterrupt:
+                pass
+
+
+def _settle():
+    return None
+
+
+@contextlib.contextmanager
+def interrupts_kept():
+    """Yields a callable that ``main`` calls when it has caught a KeyboardInterrupt; see
+    ``_Redelivery`` for the interrupts it keeps from being lost."""
+    redelivery = _Redelivery()
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: redelivery.hook(unraisable, previous)
+    try:
+        yield redelivery.stop
+    finally:
+        redelivery.caught.set()
+        sys.unraisablehook = previous
