@@ -5,13 +5,13 @@ Throughput. ``encoder_opset17`` (ids < 1000 and a mask, ``--batch`` x ``--seq``)
 the workers' first chunk); samples/s is the batch over the median time:
 
 - eager: the graph called on the numpy arrays in this process, default engine selection and threads;
-- eager, 1 thread: the same with numba's and OpenBLAS's thread counts at 1 (what a worker process
-  gets for OpenBLAS: distributed sets OPENBLAS_NUM_THREADS=1 in workers; numba's count is
-  left to the workers and printed);
+- eager, 1 thread: the same with numba's and OpenBLAS's thread counts at 1 (what each worker
+  gets when there are as many workers as cores);
 - eager, 1 thread, chunked: that, called on ``--chunk`` rows at a time and the results
   concatenated, as a worker runs its chunks: what is left of a worker's time is the cluster's;
-- N workers: a ``distributed.LocalCluster`` of N single-threaded worker processes, every cluster
-  started before the first run; the timed call is ``dask.compute`` of the graph called on the
+- N workers: ``polyeng.dask.cluster.local_cluster(N)``, as ``polyeng run --dask local:N`` starts
+  it: N worker processes running one task at a time, the cores shared out among them for numba
+  and BLAS (the counts are printed), every cluster started before the first run; the timed call is ``dask.compute`` of the graph called on the
   inputs wrapped by ``dask.array.from_array`` (``--chunk`` rows per chunk), built once per cluster
   (that is when the graph is scattered), the result gathered into this process.
 
@@ -40,12 +40,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import pickle
 import statistics
 import time
-import warnings
 
 import numpy as np
 
@@ -112,12 +110,9 @@ class Cluster:
 
     def __init__(self, workers: int, stack: contextlib.ExitStack):
         import distributed
+        from polyeng.dask.cluster import local_cluster
         self.workers = workers
-        with warnings.catch_warnings():   # the HTTP server of a second cluster takes another port
-            warnings.filterwarnings("ignore", message="Port .* is already in use")
-            cluster = stack.enter_context(distributed.LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
-                silence_logs=logging.WARNING))
+        cluster = stack.enter_context(local_cluster(workers))
         self.client = stack.enter_context(distributed.Client(cluster, set_as_default=False))
         self.client.wait_for_workers(workers, timeout=120)
         self.client.run(_import_polyeng)   # so the scatter's unpickling reads no module files

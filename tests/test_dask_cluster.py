@@ -159,3 +159,33 @@ def test_a_worker_killed_mid_computation_loses_nothing(client, encoder):
     np.testing.assert_array_equal(got, want)
     assert got.shape == (320, 32, 128)
     client.wait_for_workers(2, timeout=120)   # the nanny restarted it, for the tests after this one
+
+
+@pytest.mark.parametrize("n", [1, 2])   # on 2 cores: BLAS not on 1 thread, numba not on one per core
+def test_local_cluster_shares_the_cores_out_and_keeps_glibc_s_mmap_threshold(monkeypatch, n):
+    from polyeng.dask.cluster import local_cluster, worker_threads
+    # as a cluster started earlier with distributed's defaults leaves the parent's environment
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    ours = ("MALLOC_TRIM_THRESHOLD_", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+    before = {name: os.environ.get(name) for name in ours}
+
+    def worker_state():
+        import numba
+
+        from polyeng.backends import _blas_threads
+        controls = _blas_threads._find_controls()
+        return (numba.get_num_threads(), controls[0]() if controls else None,
+                os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS"))
+    with local_cluster(n) as cluster, distributed.Client(cluster) as c:
+        assert {name: os.environ.get(name) for name in ours} == before   # the parent's, as it was
+        threads = worker_threads(n)
+        assert threads == max(1, len(os.sched_getaffinity(0)) // n)
+        c.wait_for_workers(n, timeout=60)
+        states = list(c.run(worker_state).values())
+        blas = states[0][1]
+        assert states == [(threads, blas, None, str(threads))] * n
+        assert blas in (None, threads)   # None: numpy's BLAS is not OpenBLAS
+        assert c.submit(worker_state, pure=False).result()[0] == threads   # in the task thread too
+    assert worker_threads(10 ** 6) == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
 import re
 import warnings
 
@@ -36,8 +37,8 @@ def connect(spec: str, timeout: float | None = None):
     """A ``distributed.Client`` on the cluster ``spec`` names, the default client while the block
     runs (so ``dask.compute`` and graphs called on dask arrays use it), with at least one worker.
 
-    ``local:N`` starts N single-threaded worker processes on 127.0.0.1, without a dashboard and
-    logging only warnings and errors, and closes them when the block ends. ``tcp://HOST:PORT``
+    ``local:N`` starts N worker processes on 127.0.0.1 (``local_cluster``) and closes them when
+    the block ends. ``tcp://HOST:PORT``
     closes only its client: the cluster belongs to whoever started it. OSError when the
     scheduler does not answer, or has no worker, within ``timeout`` seconds (default
     ``CONNECT_TIMEOUT_S``).
@@ -47,13 +48,7 @@ def connect(spec: str, timeout: float | None = None):
     timeout = CONNECT_TIMEOUT_S if timeout is None else timeout
     with contextlib.ExitStack() as stack:
         if kind == "local":
-            with warnings.catch_warnings():
-                # without a dashboard the scheduler still serves its health routes, on 8787 when free,
-                # else on any port: that it took another one concerns nobody
-                warnings.filterwarnings("ignore", r"Port \d+ is already in use", UserWarning)
-                target = stack.enter_context(distributed.LocalCluster(
-                    n_workers=value, threads_per_worker=1, processes=True, host="127.0.0.1",
-                    dashboard_address=None, silence_logs=logging.WARNING))
+            target = stack.enter_context(local_cluster(value))
         else:
             target = value
         try:
@@ -67,6 +62,65 @@ def connect(spec: str, timeout: float | None = None):
             where = "local cluster" if kind == "local" else f"dask scheduler at {value}"
             raise OSError(f"the {where} has no workers (none joined within {timeout:g} s)") from None
         yield client
+
+
+def worker_threads(n_workers: int) -> int:
+    """Threads for each of ``n_workers`` worker processes on this machine: its cores shared out,
+    at least one."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:   # no sched_getaffinity (macOS, Windows)
+        cores = os.cpu_count() or 1
+    return max(1, cores // max(n_workers, 1))
+
+
+# what distributed sets in a worker's environment that polyeng sets otherwise (see local_cluster)
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+_MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"
+
+
+@contextlib.contextmanager
+def local_cluster(n_workers: int, **kwargs):
+    """A ``distributed.LocalCluster`` of ``n_workers`` worker processes on 127.0.0.1, each running
+    one task at a time with ``worker_threads(n_workers)`` threads for numba and BLAS, without a
+    dashboard, logging only warnings and errors; closed when the block ends. ``kwargs`` go to
+    ``LocalCluster``.
+
+    Two of distributed's defaults for worker processes are replaced: BLAS on one thread
+    (``OMP/MKL/OPENBLAS_NUM_THREADS=1``), while numba would start a thread per core in every
+    worker, and ``MALLOC_TRIM_THRESHOLD_=65536``, which stops glibc from raising its mmap
+    threshold, so that every large temporary array is mapped afresh and its pages faulted in
+    again (28% slower on the bundled encoder in one process; docs/scaleout.md).
+    """
+    import dask
+    distributed = distributed_module()
+    threads = str(worker_threads(n_workers))
+    config = {f"distributed.nanny.pre-spawn-environ.{name}": threads for name in _THREAD_VARIABLES}
+    config[f"distributed.nanny.pre-spawn-environ.{_MALLOC_TRIM}"] = None
+    options = dict(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                   dashboard_address=None, silence_logs=logging.WARNING,
+                   env={"NUMBA_NUM_THREADS": threads})   # set in the worker before it imports numba
+    options.update(kwargs)
+    # distributed lets the parent's environment override its pre-spawn settings, copies them into
+    # the parent's environment, and a worker inherits the parent's: these keys are ours while
+    # the workers start, and the parent's again after
+    saved = {name: os.environ.get(name) for name in (*_THREAD_VARIABLES, _MALLOC_TRIM)}
+    try:
+        os.environ.update(dict.fromkeys(_THREAD_VARIABLES, threads))
+        os.environ.pop(_MALLOC_TRIM, None)
+        with dask.config.set(config), warnings.catch_warnings():
+            # without a dashboard the scheduler still serves its health routes, on 8787 when free,
+            # else on any port: that it took another one concerns nobody
+            warnings.filterwarnings("ignore", r"Port \d+ is already in use", UserWarning)
+            cluster = distributed.LocalCluster(**options)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    with cluster:
+        yield cluster
 
 
 def workers(client) -> int:
