@@ -262,3 +262,46 @@ def test_indexing_inside_each_item_follows_the_batch():
     graph = polyeng.graph.trace(first_feature, np.ones((4, 3), np.float32))
     x = np.arange(18, dtype=np.float32).reshape(6, 3)
     np.testing.assert_array_equal(graph(x), first_feature(x))
+
+
+def _chain(x):
+    # each value is read by the next node and by the last one, except those in the middle
+    h = polyeng.relu(x)
+    for _ in range(8):
+        h = polyeng.tanh(polyeng.mul(h, 1.5))
+    return polyeng.add(h, x), polyeng.sigmoid(h)
+
+
+@pytest.mark.parametrize("planned", [False, True], ids=["first-run", "planned-run"])
+@pytest.mark.parametrize("engine", ["basic", "numba"])
+def test_a_run_frees_each_value_after_its_last_use(engine, planned):
+    import tracemalloc
+    x = RNG.standard_normal((512, 1024)).astype(np.float32)   # 2 MB per value, 19 values made
+    graph = trace(_chain, x)
+    with polyeng.compute_eng(engine, fallback=False):
+        want = _chain(x)
+        if planned:
+            graph(x)
+        tracemalloc.start()
+        try:
+            got = graph(x)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert_same_tree(got, want)
+    # the two outputs and at most two values alive besides them at any time, not all 19
+    assert peak < 4.5 * x.nbytes, peak / x.nbytes
+
+
+def test_values_freed_are_the_dead_ones_only():
+    x = RNG.standard_normal((4, 5)).astype(np.float32)
+    graph = trace(_chain, x)
+    program = graph._compiled()
+    outputs = {program.slot[v.name] for v in graph.outputs}
+    freed = [slot for dead in program.released for slot in dead]
+    assert len(freed) == len(set(freed)) == len(graph.nodes) - len(outputs)
+    assert not outputs & set(freed) and not set(program.input_slots) & set(freed)
+    for i, dead in enumerate(program.released):   # freed where it is read last
+        for slot in dead:
+            later = program.steps[i + 1:]
+            assert all(slot not in [s for _, s in step.simple] for step in later)

@@ -10,6 +10,9 @@ Every intermediate value's signature follows from the inputs', so it is the same
 of the plan. A kernel that fails falls back through the ordinary op call (``FallbackWarning``,
 ``EngineError``), and the plan is dropped so the next run plans again.
 
+Every run drops its reference to an intermediate value after the last node that reads it
+(``Program.released``), so a run holds only the values still to be read.
+
 Verbose runs, runs under a user mixed precision rule and runs with device tensors of another
 engine than the chosen kernel's take the ordinary op call for every node.
 """
@@ -120,6 +123,7 @@ class Program:
         self.input_slots = [self.slot[v.name] for v in graph.inputs]
         self.constants = [(self.slot[name], array) for name, array in graph.constants.items()]
         self.steps = [_Step(node, self.slot) for node in graph.nodes]
+        self.released = _last_uses(self.steps, {self.slot[v.name] for v in graph.outputs})
         self.plans: dict = {}
         self.device_constants: dict = {}   # engine -> [(slot, device tensor)]
         self._lock = threading.Lock()
@@ -148,8 +152,10 @@ class Program:
         if plan is not None:
             return self._run_planned(plan, env, key)
         plan, slow_only = [], key is None or verbose.level() > 0
-        for step in self.steps:
+        for step, dead in zip(self.steps, self.released):
             plan.append(self._run_first(step, env, reg, slow_only))
+            for s in dead:
+                env[s] = None
         if not slow_only:
             with self._lock:
                 if len(self.plans) >= MAX_PLANS:
@@ -158,18 +164,20 @@ class Program:
         return env
 
     def _run_planned(self, plan, env, key):
-        for step, fast in zip(self.steps, plan):
+        for step, fast, dead in zip(self.steps, plan, self.released):
             if fast is None:
                 step.store(self._slow(step, env), env)
-                continue
-            try:
-                result = fast(env)
-            except MemoryError:
-                raise
-            except Exception:   # the ordinary call falls back (or raises) as a direct call would
-                self.plans.pop(key, None)
-                result = self._slow(step, env)
-            step.store(result, env)
+            else:
+                try:
+                    result = fast(env)
+                except MemoryError:
+                    raise
+                except Exception:   # the ordinary call falls back (or raises) as a direct call would
+                    self.plans.pop(key, None)
+                    result = self._slow(step, env)
+                step.store(result, env)
+            for s in dead:
+                env[s] = None
         return env
 
     def _run_first(self, step, env, reg, slow_only):
@@ -232,6 +240,27 @@ class Program:
                     found.append((s, array))
             self.device_constants[engine] = found
         return found
+
+
+def _last_uses(steps, kept) -> list:
+    """Per step, the slots of node results that no later step reads and that are not outputs
+    (``kept``): a run lets go of them after that step, so a value's memory is free for the next
+    ones as soon as it is dead, not when the whole graph has run."""
+    last = {}
+    for i, step in enumerate(steps):
+        for slot in step.out_slots:   # a result nothing reads dies where it is made
+            last[slot] = i
+        for _, slot in step.simple:
+            last[slot] = i
+        for _, template in step.nested:
+            for found in leaves(template, _is_slot):
+                last[found.index] = i
+    made = {slot for step in steps for slot in step.out_slots}
+    released = [[] for _ in steps]
+    for slot, i in last.items():
+        if slot in made and slot not in kept:
+            released[i].append(slot)
+    return released
 
 
 def dispatch_quiet():
