@@ -6,7 +6,8 @@ import importlib
 import os
 import sys
 
-from .console import INTERRUPTED_EXIT, USAGE_EXIT, UsageError, check_environment, error, interrupts_kept, notices
+from .console import (INTERRUPTED_EXIT, USAGE_EXIT, UsageError, check_environment, error, interrupts_kept, notices,
+                      passive_openmp)
 
 FP_MATH_MODES = "strict, bf16, f16, tf32, any"
 
@@ -155,7 +156,7 @@ def _add_run(sub) -> None:
 
 def main(argv=None) -> int:
     """Runs one command; returns its exit status (2: bad argument or setting, 130: interrupted)."""
-    with interrupts_kept() as caught:
+    with interrupts_kept() as caught, passive_openmp():
         try:
             return _run_command(argv)
         except KeyboardInterrupt:

@@ -90,7 +90,8 @@ def local_cluster(n_workers: int, **kwargs):
     (``OMP/MKL/OPENBLAS_NUM_THREADS=1``), while numba would start a thread per core in every
     worker, and ``MALLOC_TRIM_THRESHOLD_=65536``, which stops glibc from raising its mmap
     threshold, so that every large temporary array is mapped afresh and its pages faulted in
-    again (28% slower on the bundled encoder in one process; docs/scaleout.md).
+    again (28% slower on the bundled encoder in one process; docs/scaleout.md). Workers get
+    ``OMP_WAIT_POLICY=PASSIVE`` unless this process has it set (docs/performance.md).
     """
     import dask
     distributed = distributed_module()
@@ -99,7 +100,9 @@ def local_cluster(n_workers: int, **kwargs):
     config[f"distributed.nanny.pre-spawn-environ.{_MALLOC_TRIM}"] = None
     options = dict(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                    dashboard_address=None, silence_logs=logging.WARNING,
-                   env={"NUMBA_NUM_THREADS": threads})   # set in the worker before it imports numba
+                   # set in the worker before it imports numba; see cli.console.passive_openmp
+                   env={"NUMBA_NUM_THREADS": threads,
+                        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")})
     options.update(kwargs)
     # distributed lets the parent's environment override its pre-spawn settings, copies them into
     # the parent's environment, and a worker inherits the parent's: these keys are ours while
