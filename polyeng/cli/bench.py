@@ -152,9 +152,7 @@ def run_bench(args, progress=None) -> dict:
 def run(args) -> int:
     start = time.perf_counter()
     # Engines run interleaved: OpenMP workers that spin after a kernel (torch's, numba's) would steal
-    # the cores from the next engine's call. Read when an OpenMP runtime loads, so set it before torch.
-    policy_was_set = "OMP_WAIT_POLICY" in os.environ
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # the cores from the next engine's call; main runs every command under console.passive_openmp.
     try:
         if args.models:   # the bundled ONNX models end to end, instead of the op workload
             from .bench_models import run_models_bench
@@ -185,7 +183,4 @@ def run(args) -> int:
             plot(report, args.plot)
     except OSError as exc:   # the output files, checked beforehand, may still fail (disk full)
         raise BenchError(str(exc)) from None
-    finally:
-        if not policy_was_set:
-            os.environ.pop("OMP_WAIT_POLICY", None)
     return 0
