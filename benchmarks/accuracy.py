@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 import polyeng
-from polyeng.cli.workload import cases
+from polyeng.bench.workload import cases
 from polyeng.engine import dtypes as dt
 from polyeng.engine.call import map_arrays
 from polyeng.ops import OPS

@@ -69,7 +69,7 @@ def small_cases(rng):
 
 def large_cases(rng):
     """One large call per op family (NUMBA runs it in parallel)."""
-    from polyeng.cli.workload import cases
+    from polyeng.bench.workload import cases
     picked = {}
     for case, args, kwargs in cases(0.25, seed=1):
         family = case.op.split("_")[0]

@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 import polyeng
-from polyeng.cli.workload import cases
+from polyeng.bench.workload import cases
 from polyeng.examples import example_calls
 
 

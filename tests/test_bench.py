@@ -10,7 +10,7 @@ import pytest
 
 import polyeng
 from polyeng.cli import main
-from polyeng.cli.report import Progress
+from polyeng.bench.progress import Progress
 
 SMALL = ["bench", "--scale", "0.01", "--repeat", "2", "--quiet"]
 
@@ -208,7 +208,7 @@ def _report(cases, engines=("basic", "numba", "opencl", "opencl:device"), torch=
 def _drawn(report):
     pytest.importorskip("matplotlib")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from polyeng.cli.report import chart
+    from polyeng.bench.report import chart
     fig = chart(report)
     FigureCanvasAgg(fig).draw()
     return fig, fig.axes[0]

@@ -70,7 +70,7 @@ def test_dim_sets_a_named_dim_and_the_others_take_8(tmp_path):
 
 def test_random_ids_stay_within_the_embedding_and_masks_keep_a_true_place():
     import polyeng.onnx
-    from polyeng.cli.model_inputs import model_inputs
+    from polyeng.bench.inputs import model_inputs
     graph = polyeng.onnx.load(ENCODER)
     ids, mask = model_inputs(graph, {}, {"batch": 64, "seq": 32}).arrays
     assert ids.dtype == np.int64 and 10 <= ids.max() < 1000 and ids.min() >= 0   # the rows, not [0, 10)
@@ -178,7 +178,7 @@ class _Terminal(io.StringIO):
 @pytest.mark.parametrize("long_run_s,drawn", [(0.0, True), (3600.0, False)])
 def test_a_progress_bar_on_a_terminal_only_when_the_runs_are_long(monkeypatch, long_run_s, drawn):
     from polyeng.cli import run as run_module
-    from polyeng.cli.report import Progress
+    from polyeng.bench.progress import Progress
     monkeypatch.setattr(run_module, "LONG_RUN_S", long_run_s)
     terminal, pipe = _Terminal(), io.StringIO()
     for stream in (terminal, pipe):

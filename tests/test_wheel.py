@@ -60,7 +60,7 @@ def test_the_wheel_holds_every_package_file_and_the_command(wheel):
     sources = {f"polyeng/{p.relative_to(package).as_posix()}" for p in package.rglob("*")
                if p.is_file() and p.suffix in (".py", ".cl")}
     kernels = {name for name in sources if name.endswith(".cl")}   # package data, not modules
-    assert "polyeng/cli/workload.py" in names
+    assert "polyeng/bench/workload.py" in names
     assert kernels and kernels <= names, f"OpenCL sources missing from the wheel: {sorted(kernels - names)}"
     assert sources <= names, f"missing from the wheel: {sorted(sources - names)}"
     bundled = {f"polyeng/models/{p.name}" for p in (package / "models").iterdir() if p.suffix in (".onnx", ".json")}
@@ -70,7 +70,7 @@ def test_the_wheel_holds_every_package_file_and_the_command(wheel):
 
 def test_the_installed_wheel_shadows_the_checkout(wheel, polyeng_from_wheel):
     site = wheel[2].resolve()
-    out = polyeng_from_wheel(sys.executable, "-c", "import polyeng.cli.workload as w, polyeng; "
+    out = polyeng_from_wheel(sys.executable, "-c", "import polyeng.bench.workload as w, polyeng; "
                                                    "print(polyeng.__file__); print(w.__file__)")
     for line in out.splitlines():
         assert pathlib.Path(line).resolve().is_relative_to(site), line

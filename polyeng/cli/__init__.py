@@ -6,6 +6,7 @@ import importlib
 import os
 import sys
 
+from ..bench import BenchError
 from .console import (INTERRUPTED_EXIT, USAGE_EXIT, UsageError, check_environment, error, interrupts_kept, notices,
                       passive_openmp)
 
@@ -191,5 +192,5 @@ def _run_command(argv) -> int:
             # Each command is this package's module of that name, with ``run(args) -> int``; imported only
             # when it runs, so ``polyeng info`` does not pay for the bench's imports.
             return importlib.import_module(f"{__name__}.{args.command}").run(args)
-        except UsageError as exc:
+        except (UsageError, BenchError) as exc:   # the harness's refusals, of options and files, read alike
             return error(str(exc), prog)

@@ -1,186 +1,107 @@
-"""``polyeng bench``: the command. Checks its options, picks the engines and thread counts, times
-every chosen case of the workload (``workload``, one case at a time by ``measure``) in every dtype,
-and prints, writes and draws the result (``report``).
-
-The result is a JSON-ready dict: the header (machine, versions, settings) and one entry per case
-and dtype, with each engine, PyTorch and a plain ``np.copyto`` moving as many bytes as the case
-timed side by side.
+"""``polyeng bench``: the command. Checks its options, then times the op workload
+(``polyeng.bench.ops``) or, with ``--models``, the bundled ONNX models end to end
+(``polyeng.bench.models``), prints the table and writes the JSON and the chart.
 """
 from __future__ import annotations
 
-import contextlib
-import datetime
 import json
-import os
-import platform
 import time
-from importlib import metadata
 
-import numpy as np
-
-import polyeng
+from ..bench import models as model_bench, ops as op_bench, report as op_report
+from ..bench.progress import Progress
+from ..bench.runtimes import check_writable
 from ..engine import dtypes as dt
 from .console import UsageError
 from .options import named_engines
-from .measure import DEVICE_SUFFIX, device_engines, measure_case
-from .report import Progress, check_plot_path, plot, table
-from .workload import CASES, cases
-
-ALL_DTYPES = ("f32", "bf16", "f16")
-
-
-class BenchError(UsageError):
-    """A bench setting or environment that prevents running; the message is one line for the user."""
 
 
 def parse_dtypes(text: str) -> list[str]:
-    names = list(ALL_DTYPES) if text.strip().lower() == "all" else [t.strip() for t in text.split(",") if t.strip()]
+    """``--dtype``: a comma list of float dtypes, or ``all``; short names."""
+    names = list(op_bench.DTYPES) if text.strip().lower() == "all" else [t.strip() for t in text.split(",")
+                                                                         if t.strip()]
     out = []
     for name in names:
         try:
             dtype = dt.as_dtype(name, "--dtype")
         except TypeError as exc:
-            raise BenchError(str(exc)) from None
+            raise UsageError(str(exc)) from None
         if dtype not in dt.FLOAT_DTYPES:
-            raise BenchError(f"--dtype {name}: the workload needs a float dtype (f32, f64, bf16, f16)")
+            raise UsageError(f"--dtype {name}: the workload needs a float dtype (f32, f64, bf16, f16)")
         out.append(dt.short_name(dtype))
     if not out:
-        raise BenchError("--dtype is empty; expected e.g. f32, f32,bf16,f16 or all")
+        raise UsageError("--dtype is empty; expected e.g. f32, f32,bf16,f16 or all")
     return out
 
 
-def select_engines(names: str | None, ops: set[str]) -> list[str]:
-    """The engines to time: the named ones, else every available engine implementing one of ``ops``."""
-    if names is not None:
-        return named_engines(names, BenchError)
-    return [e.name for e in polyeng.engines() if e.available and ops & set(e.ops)]
+def check_outputs(args) -> str | None:
+    """``--json`` and ``--plot`` refused before the run, not after minutes of it; the chart's format."""
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path:
+            check_writable(option, path)
+    return op_report.check_plot_path(args.plot) if args.plot else None
 
 
-def load_torch(wanted: bool):
-    if not wanted:
-        return None
+def write_outputs(args, report: dict, chart, plot_format: str | None) -> None:
+    """The JSON and the chart (``chart(report)``, a matplotlib Figure); the files, checked
+    beforehand, may still fail (disk full)."""
     try:
-        import torch
-    except ImportError:
-        return None
-    return torch
-
-
-@contextlib.contextmanager
-def thread_settings(threads: int, torch):
-    """Sets torch's and numba's thread counts for the run; yields what was set, as text."""
-    notes, restore = {}, []
-    if torch is not None:
-        restore.append((torch.set_num_threads, torch.get_num_threads()))
-        torch.set_num_threads(threads)
-        notes["torch"] = str(threads)
-    try:
-        import numba
-    except ImportError:
-        numba = None
-    if numba is not None:
-        limit = numba.config.NUMBA_NUM_THREADS
-        if threads <= limit:
-            restore.append((numba.set_num_threads, numba.get_num_threads()))
-            numba.set_num_threads(threads)
-            notes["numba"] = str(threads)
-        else:
-            notes["numba"] = f"{numba.get_num_threads()} (NUMBA_NUM_THREADS={limit} < {threads})"
-    try:
-        yield notes
-    finally:
-        for setter, value in restore:
-            setter(value)
-
-
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)   # without importing it: torch takes seconds to import
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def check_writable(option: str, path: str) -> None:
-    """Refuse an output path that cannot be written before the run, not after minutes of it."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise BenchError(f"{option} {path}: is a directory; expected a file name")
-    if not os.path.isdir(folder):
-        raise BenchError(f"{option} {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise BenchError(f"{option} {path}: not writable")
-
-
-def header(threads: dict, args) -> dict:
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "cpu_count": os.cpu_count(), "affinity": affinity, "threads": args.threads, "threads_set": threads,
-            "python": platform.python_version(), "numpy": np.__version__, "numba": _version("numba"),
-            "torch": "not run (--no-torch)" if args.no_torch else _version("torch"),
-            "polyeng": polyeng.__version__, "machine": platform.machine(),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "scale": args.scale, "repeat": args.repeat, "dtypes": args.dtypes}
-
-
-def run_bench(args, progress=None) -> dict:
-    """The whole benchmark as a JSON-ready dict: ``header`` and one ``results`` entry per case and dtype.
-
-    ``progress(done, total, label)`` is called as work advances (units: timed rounds).
-    """
-    wanted = [c for c in CASES if not args.cases or any(s in c.name for s in args.cases.split(","))]
-    if not wanted:
-        raise BenchError(f"--cases {args.cases!r} matches no case; cases: {', '.join(c.name for c in CASES)}")
-    engines = select_engines(args.engines, {c.op for c in wanted})
-    torch = load_torch(not args.no_torch)
-    total, done, results = len(wanted) * len(args.dtypes) * args.repeat, 0, []
-    with thread_settings(args.threads, torch) as threads, \
-            (torch.no_grad() if torch is not None else contextlib.nullcontext()):
-        info = header(threads, args)
-        for dtype in args.dtypes:
-            for case, call_args, kwargs in cases(args.scale, dt.as_dtype(dtype)):
-                if case not in wanted:
-                    continue
-                label = f"{case.name} {dtype}"
-                if progress:
-                    progress(done, total, label)
-                step = (lambda rep, base=done, label=label: progress(base + rep, total, label)) if progress else None
-                results.append(measure_case(case, call_args, kwargs, dtype, engines, torch, args.repeat, step))
-                done += args.repeat
-    timed = [n for name in engines for n in (name, name + DEVICE_SUFFIX) if n == name or name in device_engines()]
-    return {"header": info, "engines": timed + (["torch"] if torch is not None else []), "results": results}
-
-
-def run(args) -> int:
-    start = time.perf_counter()
-    # Engines run interleaved: OpenMP workers that spin after a kernel (torch's, numba's) would steal
-    # the cores from the next engine's call; main runs every command under console.passive_openmp.
-    try:
-        if args.models:   # the bundled ONNX models end to end, instead of the op workload
-            from .bench_models import run_models_bench
-            return run_models_bench(args)
-        if args.quick:
-            args.scale = 0.1 if args.scale is None else args.scale
-            args.repeat = 3 if args.repeat is None else args.repeat
-        args.scale = 1.0 if args.scale is None else args.scale
-        args.repeat = 7 if args.repeat is None else args.repeat
-        if args.repeat < 1 or args.threads < 1 or args.scale <= 0:
-            raise BenchError(f"--repeat {args.repeat}, --threads {args.threads}, --scale {args.scale}: "
-                             "expected positive numbers")
-        args.dtypes = parse_dtypes(args.dtype)
-        for option, path in (("--json", args.json), ("--plot", args.plot)):
-            if path:   # checked before the run, not after minutes of it
-                check_writable(option, path)
-        if args.plot:
-            check_plot_path(args.plot)
-        progress = Progress(quiet=args.quiet)
-        report = run_bench(args, progress)
-        progress.finish(f"polyeng bench: {len(report['results'])} case runs on {', '.join(report['engines'])} "
-                        f"in {time.perf_counter() - start:.1f} s")
-        print(table(report))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=1)
         if args.plot:
-            plot(report, args.plot)
-    except OSError as exc:   # the output files, checked beforehand, may still fail (disk full)
-        raise BenchError(str(exc)) from None
+            chart(report).savefig(args.plot, dpi=110, format=plot_format)
+    except OSError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run_ops(args) -> int:
+    """The op workload per case, dtype and engine."""
+    start = time.perf_counter()
+    if args.quick:
+        args.scale = 0.1 if args.scale is None else args.scale
+        args.repeat = 3 if args.repeat is None else args.repeat
+    args.scale = 1.0 if args.scale is None else args.scale
+    args.repeat = 7 if args.repeat is None else args.repeat
+    if args.repeat < 1 or args.threads < 1 or args.scale <= 0:
+        raise UsageError(f"--repeat {args.repeat}, --threads {args.threads}, --scale {args.scale}: "
+                         "expected positive numbers")
+    dtypes = parse_dtypes(args.dtype)
+    wanted = op_bench.select_cases(args.cases)
+    engines = None if args.engines is None else named_engines(args.engines)
+    plot_format = check_outputs(args)
+    progress = Progress(quiet=args.quiet)
+    report = op_bench.run_bench(wanted, dtypes, engines, scale=args.scale, repeat=args.repeat, threads=args.threads,
+                                with_torch=not args.no_torch, progress=progress)
+    progress.finish(f"polyeng bench: {len(report['results'])} case runs on {', '.join(report['engines'])} "
+                    f"in {time.perf_counter() - start:.1f} s")
+    print(op_report.table(report))
+    write_outputs(args, report, op_report.chart, plot_format)
     return 0
+
+
+def run_models(args) -> int:
+    """The bundled ONNX models end to end, on every runner."""
+    start = time.perf_counter()
+    if args.scale is not None or args.engines is not None or args.dtype != "f32":
+        sizes = ", ".join(f"{m} {s}" for m, s in model_bench.SIZES.items())
+        raise UsageError("--scale, --engines and --dtype choose the op workload; --models times every runner at "
+                         f"fixed sizes ({sizes}) in f32 and bf16")
+    args.repeat = (3 if args.quick else 7) if args.repeat is None else args.repeat
+    if args.repeat < 1 or args.threads < 1:
+        raise UsageError(f"--repeat {args.repeat}, --threads {args.threads}: expected positive numbers")
+    plot_format = check_outputs(args)
+    files = model_bench.model_files(args.cases)
+    progress = Progress(quiet=args.quiet)
+    report = model_bench.run_models(files, repeat=args.repeat, threads=args.threads, with_torch=not args.no_torch,
+                                    progress=progress)
+    progress.finish(f"polyeng bench --models: {len(report['results'])} files on {', '.join(report['runners'])} "
+                    f"in {time.perf_counter() - start:.1f} s")
+    print(model_bench.table(report))
+    write_outputs(args, report, model_bench.chart, plot_format)
+    return 0
+
+
+def run(args) -> int:
+    # Engines run interleaved: OpenMP workers that spin after a kernel (torch's, numba's) would steal
+    # the cores from the next engine's call; main runs every command under console.passive_openmp.
+    return run_models(args) if args.models else run_ops(args)

@@ -4,7 +4,7 @@ settings, the interruption message, and the library's notices (a cold numba comp
 A bad argument or environment variable is the user's mistake: one line, exit status 2. Any
 other exception is a bug of polyeng and keeps its traceback, so the two are told apart on
 purpose: settings are read here, before a command runs, and commands raise ``UsageError``
-for what they reject.
+for what they reject (the benchmark harness, ``polyeng.bench.BenchError``).
 """
 from __future__ import annotations
 

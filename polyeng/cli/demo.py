@@ -12,10 +12,10 @@ from collections import Counter
 import polyeng
 from .. import models
 from ..ops import OPS
+from ..bench.inputs import model_inputs
+from ..bench.runtimes import as_list, load_graph, onnxruntime_session
 from .console import UsageError
-from .model_inputs import model_inputs
-from .run import (amp_counts, amp_text, as_list, decisions, engine_scope, load_graph,
-                  max_abs_diff, onnxruntime_session, time_runs)
+from .run import amp_counts, amp_text, decisions, engine_scope, max_abs_diff, time_runs
 
 MODEL = "encoder_opset17.onnx"
 SIZES = {"batch": 4, "seq": 32}

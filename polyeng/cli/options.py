@@ -6,15 +6,15 @@ import polyeng
 from .console import UsageError
 
 
-def named_engines(names: str, error=UsageError) -> list[str]:
+def named_engines(names: str) -> list[str]:
     """The engines of ``--engines a,b`` (case-insensitive) as registered names; each must be
-    registered and available. ``error``: the UsageError subclass a command raises."""
+    registered and available."""
     records = {e.name.lower(): e for e in polyeng.engines()}
     chosen = []
     for name in (n.strip().lower() for n in names.split(",") if n.strip()):
         if name not in records:
-            raise error(f"--engines {name!r} is not a registered engine; registered: {', '.join(records)}")
+            raise UsageError(f"--engines {name!r} is not a registered engine; registered: {', '.join(records)}")
         if not records[name].available:
-            raise error(f"--engines {name!r} is unavailable: {records[name].reason}")
+            raise UsageError(f"--engines {name!r} is unavailable: {records[name].reason}")
         chosen.append(records[name].name)
     return chosen

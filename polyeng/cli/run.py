@@ -5,7 +5,8 @@ data at hand); the command prints the outputs with a summary, the engine each op
 median time, and with ``--compare`` the largest difference from onnxruntime (or the ONNX
 reference evaluator). With ``--dask`` the batch is split into chunks run on a dask cluster's
 workers, the graph called once on dask arrays so the run's settings travel with it.
-``demo`` and ``bench --models`` build on the pieces here.
+``demo`` builds on the pieces here; those ``bench --models`` needs too (a graph loaded, an
+onnxruntime session, random inputs) are in ``polyeng.bench``.
 """
 from __future__ import annotations
 
@@ -19,27 +20,15 @@ from collections import Counter
 import numpy as np
 
 import polyeng
+from ..bench.inputs import model_inputs
+from ..bench.progress import Progress
+from ..bench.runtimes import as_list, check_writable, load_graph, onnxruntime_session
 from .console import UsageError
-from .model_inputs import load_inputs, model_inputs, parse_dims
-from .report import Progress
+from .model_inputs import load_inputs, parse_dims
+from .run_dask import batch_dim, check_dask_flags, counted, dask_line, enter_cluster, on_dask
 
 AMP_DTYPES = {"bf16": "bfloat16", "f16": "float16", "auto": "bfloat16"}
 LONG_RUN_S = 2.0   # timed runs expected to take longer get a progress bar (on a terminal)
-
-
-def load_graph(path: str):
-    """``polyeng.onnx.load(path)``; every way a model can fail to load is a UsageError."""
-    try:
-        from .. import onnx as polyeng_onnx
-        return polyeng_onnx.load(path)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except ImportError as exc:
-        hint = "" if "polyeng[onnx]" in str(exc) else " (pip install 'polyeng[onnx]')"
-        raise UsageError(f"{exc}{hint}") from None
-    except ValueError as exc:
-        text = str(exc)
-        raise UsageError(text if text.startswith(path) else f"{path}: {text}") from None
 
 
 def engine_scope(engine: str | None):
@@ -89,11 +78,6 @@ def amp_counts(graph) -> dict:
 
 def amp_text(counts: dict, dtype: str = "bfloat16") -> str:
     return f"{counts['mixed']} of {counts['nodes']} op nodes in {dtype}, {counts['casts']} casts"
-
-
-def as_list(result) -> list:
-    """A graph's result (one array or a tuple) as a list of numpy arrays."""
-    return [polyeng.to_numpy(a) for a in (result if isinstance(result, (tuple, list)) else (result,))]
 
 
 def time_runs(fn, repeat: int, progress=None, label: str = "") -> dict:
@@ -158,18 +142,6 @@ def max_abs_diff(got, want) -> float | None:
     return float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
 
 
-def onnxruntime_session(path: str, threads: int | None = None):
-    """An onnxruntime CPU session on ``path``, or None when onnxruntime is not installed."""
-    try:
-        import onnxruntime
-    except ImportError:
-        return None
-    options = onnxruntime.SessionOptions()
-    if threads is not None:
-        options.intra_op_num_threads = threads
-    return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-
-
 def reference_outputs(path: str, feed: dict) -> tuple[str, list]:
     """(which runtime, its outputs) for ``feed``: onnxruntime, else ONNX's reference evaluator."""
     session = onnxruntime_session(path)
@@ -204,86 +176,6 @@ def _fmt(x) -> str:
     return "-" if x is None else x if isinstance(x, str) else f"{x:.4g}"
 
 
-def check_dask_flags(args) -> None:
-    """``--dask`` and ``--chunk`` checked before the model loads: a UsageError for a bad value, or
-    for dask missing."""
-    if args.chunk is not None and args.dask is None:
-        raise UsageError(f"--chunk {args.chunk}: only with --dask (it sets the rows of each batch chunk)")
-    if args.chunk is not None and args.chunk < 1:
-        raise UsageError(f"--chunk {args.chunk}: expected a positive number of rows")
-    if args.dask is None:
-        return
-    from ..dask import cluster
-    try:
-        cluster.parse(args.dask)
-        cluster.distributed_module()
-    except ValueError as exc:
-        raise UsageError(f"--dask {exc}") from None
-    except ImportError as exc:
-        raise UsageError(f"--dask {args.dask}: {exc}") from None
-
-
-def batch_dim(graph, arrays) -> tuple:
-    """(name, size, the batch axis of each input or None) of the dim ``--dask`` splits: the graph's
-    batch as ``polyeng.dask.graphs.batch_layout`` tells it (a time-major model's ``[seq, batch]``
-    is split along its second dim)."""
-    from ..dask.graphs import batch_layout
-    try:
-        layout = batch_layout(graph, arrays)
-    except ValueError as exc:
-        raise UsageError(f"--dask: {exc}") from None
-    first = next(i for i, axis in enumerate(layout.inputs) if axis is not None)
-    axis = layout.inputs[first]
-    name = graph.inputs[first].shape[axis]
-    return (name if isinstance(name, str) else "batch", int(np.shape(arrays[first])[axis]), layout.inputs)
-
-
-def enter_cluster(stack, spec: str):
-    """The client of ``--dask SPEC``, closed with ``stack``; a UsageError when none can be had."""
-    from ..dask import cluster
-    try:
-        return stack.enter_context(cluster.connect(spec))
-    except OSError as exc:   # no scheduler there, or one without workers
-        raise UsageError(f"--dask: {exc}") from None
-
-
-def run_on_dask(client, runnable, arrays, dim, args, progress) -> tuple[dict, dict]:
-    """(the timing, as ``time_runs``'s, of full computes over the cluster; what ran where).
-
-    The graph is called once, under the caller's settings, on the inputs as dask arrays chunked
-    along the batch; each run is one ``dask.compute`` of its outputs, gathered here."""
-    import dask
-    import dask.array as da
-    from ..dask import cluster
-    name, batch, axes = dim
-    workers = cluster.workers(client)
-    rows = cluster.chunk_rows(batch, workers, args.chunk)
-    split = [a if axis is None else da.from_array(a, chunks=tuple(rows if d == axis else n for d, n in enumerate(a.shape)))
-             for a, axis in zip(arrays, axes)]
-    start = time.perf_counter()
-    lazy = runnable(*split)
-    call_s = time.perf_counter() - start
-    parts = tuple(lazy) if isinstance(lazy, (tuple, list)) else (lazy,)
-    first = next(i for i, axis in enumerate(axes) if axis is not None)
-    chunks = split[first].chunks[axes[first]]
-    timing = time_runs(lambda: dask.compute(*parts), args.repeat, progress, args.model)
-    where = {"cluster": args.dask, "scheduler": client.scheduler.address, "workers": workers, "dim": name,
-             "batch": batch, "rows_per_chunk": rows, "chunks": len(chunks), "chunk_rows": list(chunks),
-             "call_s": call_s}
-    return timing, where
-
-
-def dask_line(where: dict) -> str:
-    rows, last = where["rows_per_chunk"], where["chunk_rows"][-1]
-    return (f"dask: {where['cluster']} (scheduler {where['scheduler']}), {_count(where['workers'], 'worker')}: "
-            f"{where['dim']}={where['batch']} in {_count(where['chunks'], 'chunk')} of {_count(rows, 'row')}"
-            + (f" (the last {last})" if last != rows else ""))
-
-
-def _count(n: int, thing: str) -> str:
-    return f"{n} {thing}{'s' * (n != 1)}"
-
-
 def run_model(args, progress=None) -> tuple[dict, list[str]]:
     """The whole run as a JSON-ready dict, and the lines to print."""
     check_dask_flags(args)
@@ -305,7 +197,8 @@ def run_model(args, progress=None) -> tuple[dict, list[str]]:
                 timing = time_runs(lambda: runnable(*prepared.arrays), args.repeat, progress, args.model)
             else:
                 client = enter_cluster(cluster, args.dask)
-                timing, report["dask"] = run_on_dask(client, runnable, prepared.arrays, dim, args, progress)
+                compute, report["dask"] = on_dask(client, runnable, prepared.arrays, dim, args.chunk, args.dask)
+                timing = time_runs(compute, args.repeat, progress, args.model)
         except ValueError as exc:   # an op refusing the values: ids past an embedding's rows (seq too long)
             sizes = ", ".join(f"{d}={n}" for d, n in prepared.dims.items())
             raise UsageError(f"the model cannot run on these inputs{f' ({sizes})' if sizes else ''}: "
@@ -324,7 +217,7 @@ def run_model(args, progress=None) -> tuple[dict, list[str]]:
     over = ""
     if "dask" in report:
         lines.append(dask_line(report["dask"]))
-        over = f", each one dask.compute over {_count(report['dask']['workers'], 'worker')}"
+        over = f", each one dask.compute over {counted(report['dask']['workers'], 'worker')}"
     lines.append(f"time: median {timing['median_s'] * 1e3:.3f} ms over {args.repeat} runs{over} "
                  f"(first run {timing['first_s'] * 1e3:.1f} ms)")
     if args.compare:
@@ -347,7 +240,6 @@ def run(args) -> int:
     if args.repeat < 1:
         raise UsageError(f"--repeat {args.repeat}: expected a positive number")
     if args.json:
-        from .bench import check_writable
         check_writable("--json", args.json)
     report, lines = run_model(args, Progress())
     print("\n".join(lines))

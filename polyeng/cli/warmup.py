@@ -16,9 +16,9 @@ import numpy as np
 import polyeng
 from ..engine import dtypes as dt
 from ..examples import example_calls
+from ..bench.progress import Progress
 from .console import UsageError
 from .options import named_engines
-from .report import Progress
 
 FLOATS = ("f32", "f64", "bf16", "f16")
 EXACT = ("s8", "u8", "s32", "s64", "bool")   # taken by the data-movement ops (and matmul, cast)

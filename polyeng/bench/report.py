@@ -1,34 +1,10 @@
-"""What ``polyeng bench`` shows: the progress bar, the table with its header and summary, the PNG chart."""
+"""What ``polyeng bench`` shows of the op workload: the table with its header and summary, and the chart."""
 from __future__ import annotations
 
 import math
 import os
-import shutil
-import sys
 
-
-class Progress:
-    """A one-line bar on a terminal; elsewhere (a pipe, a log file) only the final line."""
-
-    def __init__(self, stream=None, quiet: bool = False):
-        self.stream = stream or sys.stderr
-        self.quiet = quiet
-        self.live = not quiet and hasattr(self.stream, "isatty") and self.stream.isatty()
-
-    def __call__(self, done: int, total: int, label: str) -> None:
-        if not self.live:
-            return
-        width = shutil.get_terminal_size((80, 24)).columns - 1
-        filled = int(24 * done / max(total, 1))
-        line = f"[{'#' * filled}{'.' * (24 - filled)}] {done}/{total} {label}"
-        self.stream.write("\r" + line[:width].ljust(width))
-        self.stream.flush()
-
-    def finish(self, text: str) -> None:
-        if self.live:
-            self.stream.write("\r" + " " * (shutil.get_terminal_size((80, 24)).columns - 1) + "\r")
-        if not self.quiet:
-            print(text, file=self.stream, flush=True)
+from . import BenchError
 
 
 def _num(value, fmt: str) -> str:
@@ -97,8 +73,7 @@ def require_matplotlib():
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        from .console import UsageError
-        raise UsageError("--plot needs matplotlib, which is not installed: "
+        raise BenchError("--plot needs matplotlib, which is not installed: "
                          "pip install 'polyeng[plot]' (or pip install matplotlib)") from None
     return Figure
 
@@ -110,9 +85,8 @@ def check_plot_path(path: str) -> str:
     extension = os.path.splitext(path)[1].lower().lstrip(".")
     formats = Figure().canvas.get_supported_filetypes()
     if extension and extension not in formats:
-        from .console import UsageError
         others = ", ".join("." + f for f in sorted(formats) if f not in PLOT_FORMATS)
-        raise UsageError(f"--plot {path}: cannot write a .{extension} chart; expected a file name ending in "
+        raise BenchError(f"--plot {path}: cannot write a .{extension} chart; expected a file name ending in "
                          f".png, .svg or .pdf (or {others})")
     return extension or "png"
 
@@ -158,11 +132,6 @@ def _ratio_ticks(low: float, high: float) -> list[float]:
     return [t for t in ticks if below <= t <= above]
 
 
-def plot(report: dict, path: str) -> None:
-    """Write ``chart(report)`` to ``path``, in the format its extension names (none: PNG)."""
-    chart(report).savefig(path, dpi=110, format=check_plot_path(path))
-
-
 def chart(report: dict):
     """A matplotlib Figure: bars of torch/engine per case and runner (basic/engine without torch),
     from the line at 1x on a log scale; one colour per engine (lighter for its device-tensor
@@ -177,8 +146,7 @@ def chart(report: dict):
               for e in report["results"] for name in e["engines"] if e["engines"][name].get(key)}
     series = [s for s in series if any((c, *s) in values for c in cases)]
     if not series:
-        from .console import UsageError
-        raise UsageError(f"--plot: no {key.replace('_', ' ')} to draw (every result is missing or a mismatch)")
+        raise BenchError(f"--plot: no {key.replace('_', ' ')} to draw (every result is missing or a mismatch)")
     engines = list(dict.fromkeys(name.split(":")[0] for name, _ in series))
     colour = {e: _ENGINE_COLOURS[i % len(_ENGINE_COLOURS)] for i, e in enumerate(engines)}
     width = 0.8 / len(series)

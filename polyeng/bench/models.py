@@ -1,4 +1,5 @@
-"""``polyeng bench --models``: the bundled ONNX models end to end, against onnxruntime and PyTorch.
+"""The model benchmark (``polyeng bench --models``): the bundled ONNX models end to end, against
+onnxruntime and PyTorch.
 
 Each model file (the TorchScript and the dynamo export of each model) runs at a fixed size on
 five runners, timed interleaved round by round as the op bench times engines: polyeng with its
@@ -12,7 +13,6 @@ runner is faster.
 from __future__ import annotations
 
 import datetime
-import json
 import math
 import os
 import platform
@@ -23,11 +23,10 @@ import numpy as np
 
 import polyeng
 from .. import models
-from .bench import BenchError, _version, check_writable, load_torch, thread_settings
+from . import BenchError
+from .inputs import model_inputs
 from .measure import TOLERANCE, interleaved_rounds, max_relative_diff
-from .report import Progress, check_plot_path
-from .model_inputs import model_inputs
-from .run import as_list, load_graph, onnxruntime_session
+from .runtimes import as_list, installed_version, load_graph, load_torch, onnxruntime_session, thread_settings
 
 EXPORTS = ("opset17", "dynamo")
 SIZES = {"lstm_lm": {"seq": 64, "batch": 8}, "encoder": {"batch": 8, "seq": 64}, "unet": {"batch": 8}}
@@ -123,13 +122,16 @@ def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict
             "inputs": {i["name"]: i["shape"] for i in inputs.described}, "runners": results, "errors": errors}
 
 
-def run_models(args, progress=None) -> dict:
-    files = model_files(args.cases)
-    torch = load_torch(not args.no_torch)
+def run_models(files: list[dict], *, repeat: int = 7, threads: int = 2, with_torch: bool = True,
+               progress=None) -> dict:
+    """Every catalogue entry of ``files`` (``model_files``) timed on every runner, as a JSON-ready
+    dict: ``header``, ``runners`` and one ``results`` entry per file. ``progress(done, total, label)``
+    is called as work advances (units: runner calls)."""
+    torch = load_torch(with_torch)
     runners = [r for r in RUNNERS if r != "torch" or torch is not None]
-    total, done = len(files) * len(runners) * (args.repeat + 1), 0
+    total, done = len(files) * len(runners) * (repeat + 1), 0
     results, torch_models = [], {}
-    with thread_settings(args.threads, torch) as threads:
+    with thread_settings(threads, torch) as threads_set:
         for entry in files:
             def step(entry=entry):
                 nonlocal done
@@ -138,14 +140,14 @@ def run_models(args, progress=None) -> dict:
                     progress(done, total, entry["file"])
             if progress:
                 progress(done, total, entry["file"])
-            results.append(measure_file(entry, args.repeat, args.threads, torch, torch_models, step))
-        threads = dict(threads, onnxruntime=str(args.threads))
+            results.append(measure_file(entry, repeat, threads, torch, torch_models, step))
+        threads_set = dict(threads_set, onnxruntime=str(threads))
     header = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-              "cpu_count": os.cpu_count(), "threads": args.threads, "threads_set": threads,
-              "python": platform.python_version(), "numpy": np.__version__, "numba": _version("numba"),
-              "onnxruntime": _version("onnxruntime"),
-              "torch": "not run (--no-torch)" if args.no_torch else _version("torch"),
-              "polyeng": polyeng.__version__, "machine": platform.machine(), "repeat": args.repeat,
+              "cpu_count": os.cpu_count(), "threads": threads, "threads_set": threads_set,
+              "python": platform.python_version(), "numpy": np.__version__, "numba": installed_version("numba"),
+              "onnxruntime": installed_version("onnxruntime"),
+              "torch": installed_version("torch") if with_torch else "not run (--no-torch)",
+              "polyeng": polyeng.__version__, "machine": platform.machine(), "repeat": repeat,
               "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "sizes": SIZES}
     return {"header": header, "runners": runners, "results": results}
 
@@ -221,33 +223,3 @@ def chart(report: dict):
                  f"{h['date'][:10]}", fontsize=10)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
     return fig
-
-
-def run_models_bench(args) -> int:
-    """``polyeng bench --models``: checks the options, runs, prints the table, writes JSON and chart."""
-    start = time.perf_counter()
-    if args.scale is not None or args.engines is not None or args.dtype != "f32":
-        raise BenchError("--scale, --engines and --dtype choose the op workload; --models times every runner at "
-                         f"fixed sizes ({', '.join(f'{m} {s}' for m, s in SIZES.items())}) in f32 and bf16")
-    args.repeat = (3 if args.quick else 7) if args.repeat is None else args.repeat
-    if args.repeat < 1 or args.threads < 1:
-        raise BenchError(f"--repeat {args.repeat}, --threads {args.threads}: expected positive numbers")
-    for option, path in (("--json", args.json), ("--plot", args.plot)):
-        if path:
-            check_writable(option, path)
-    plot_format = check_plot_path(args.plot) if args.plot else None
-    progress = Progress(quiet=args.quiet)
-    report = run_models(args, progress)
-    progress.finish(f"polyeng bench --models: {len(report['results'])} files on {', '.join(report['runners'])} "
-                    f"in {time.perf_counter() - start:.1f} s")
-    print(table(report))
-    try:
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(report, f, indent=1)
-        if args.plot:
-            chart(report).savefig(args.plot, dpi=110, format=plot_format)
-    except OSError as exc:
-        raise BenchError(str(exc)) from None
-    return 0
-

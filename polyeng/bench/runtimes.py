@@ -1,0 +1,99 @@
+"""The runtimes a model run or a benchmark sets up, each refused with a ``BenchError`` the user can
+act on: an ONNX file loaded as a polyeng graph, an onnxruntime session on it, torch, the thread
+counts of torch and numba, and an output path checked before minutes of work."""
+from __future__ import annotations
+
+import contextlib
+import os
+from importlib import metadata
+
+import polyeng
+from . import BenchError
+
+
+def load_graph(path: str):
+    """``polyeng.onnx.load(path)``; every way a model can fail to load is a BenchError."""
+    try:
+        from .. import onnx as polyeng_onnx
+        return polyeng_onnx.load(path)
+    except FileNotFoundError:
+        raise BenchError(f"{path}: no such file") from None
+    except ImportError as exc:
+        hint = "" if "polyeng[onnx]" in str(exc) else " (pip install 'polyeng[onnx]')"
+        raise BenchError(f"{exc}{hint}") from None
+    except ValueError as exc:
+        text = str(exc)
+        raise BenchError(text if text.startswith(path) else f"{path}: {text}") from None
+
+
+def as_list(result) -> list:
+    """A graph's result (one array or a tuple) as a list of numpy arrays."""
+    return [polyeng.to_numpy(a) for a in (result if isinstance(result, (tuple, list)) else (result,))]
+
+
+def onnxruntime_session(path: str, threads: int | None = None):
+    """An onnxruntime CPU session on ``path``, or None when onnxruntime is not installed."""
+    try:
+        import onnxruntime
+    except ImportError:
+        return None
+    options = onnxruntime.SessionOptions()
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def load_torch(wanted: bool):
+    """The torch module, or None when not ``wanted`` or not installed."""
+    if not wanted:
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def installed_version(dist: str) -> str:
+    try:
+        return metadata.version(dist)   # without importing it: torch takes seconds to import
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+@contextlib.contextmanager
+def thread_settings(threads: int, torch):
+    """Sets torch's and numba's thread counts for the run; yields what was set, as text."""
+    notes, restore = {}, []
+    if torch is not None:
+        restore.append((torch.set_num_threads, torch.get_num_threads()))
+        torch.set_num_threads(threads)
+        notes["torch"] = str(threads)
+    try:
+        import numba
+    except ImportError:
+        numba = None
+    if numba is not None:
+        limit = numba.config.NUMBA_NUM_THREADS
+        if threads <= limit:
+            restore.append((numba.set_num_threads, numba.get_num_threads()))
+            numba.set_num_threads(threads)
+            notes["numba"] = str(threads)
+        else:
+            notes["numba"] = f"{numba.get_num_threads()} (NUMBA_NUM_THREADS={limit} < {threads})"
+    try:
+        yield notes
+    finally:
+        for setter, value in restore:
+            setter(value)
+
+
+def check_writable(option: str, path: str) -> None:
+    """Refuse an output path that cannot be written before the run, not after minutes of it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise BenchError(f"{option} {path}: is a directory; expected a file name")
+    if not os.path.isdir(folder):
+        raise BenchError(f"{option} {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise BenchError(f"{option} {path}: not writable")
