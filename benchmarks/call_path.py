@@ -4,8 +4,9 @@
 
 Call path: a cached call (the plan already made) is traced with ``sys.setprofile``; it
 reports the polyeng files whose functions ran and the hops, calls from a function in one
-file to a function in another. Two calls are traced: ``softmax(x)`` on a host array and
-``max_pool2d`` on an OpenCL device tensor (skipped when OPENCL is unavailable).
+file to a function in another. Three calls are traced: ``softmax(x)`` on a host array,
+``max_pool2d`` on an OpenCL device tensor (skipped when OPENCL is unavailable), and a planned
+run of a one-node graph (``softmax``: the graph call around the node included).
 
 First call: a fresh interpreter imports polyeng, then times a small ``softmax`` and lists
 the modules that call imported (numba and pyopencl should not be among them when BASIC
@@ -52,6 +53,7 @@ def trace(fn) -> dict:
 
 def call_paths() -> dict:
     import polyeng
+    import polyeng.graph
     out = {}
     x = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
     polyeng.softmax(x)
@@ -60,6 +62,9 @@ def call_paths() -> dict:
         t = polyeng.to_device(np.random.default_rng(0).standard_normal((1, 2, 16, 16)).astype(np.float32))
         polyeng.max_pool2d(t, 2)
         out["max_pool2d_opencl"] = trace(lambda: polyeng.max_pool2d(t, 2))
+    node = polyeng.graph.trace(lambda v: polyeng.softmax(v), x)
+    node(x)   # planned for this signature
+    out["graph_node"] = trace(lambda: node(x))
     return out
 
 

@@ -41,12 +41,14 @@ def _kernel_loop(graph, x):
     env = program.run([x])
     plan = next(iter(program.plans.values()))
     calls = []
-    for fast in plan:
-        if fast is None:
-            raise RuntimeError("a node has no fast entry; the comparison would be meaningless")
-        kwargs = dict(fast.fixed)
-        kwargs.update((name, env[s]) for name, s in fast.simple)
-        calls.append((fast.fn, fast.prepared, kwargs))
+    for entry in plan:
+        if entry is None:
+            raise RuntimeError("a node has no planned entry; the comparison would be meaningless")
+        bound = entry.execute.__self__   # the node's BoundPlan
+        kernel = bound.first.kernel
+        kwargs = dict(entry.fixed)
+        kwargs.update((name, env[s]) for name, s in entry.simple)
+        calls.append((kernel.fn, bound.prepared, kwargs))
 
     def run():
         for fn, prepared, kwargs in calls:

@@ -11,9 +11,7 @@ from .engine.fpmath import FpMathMode, fp_math_mode, get_fp_math_mode, set_defau
 from .engine.verbose import verbose
 from .engine.dispatch import explain
 from . import amp
-from .ops import (add, avg_pool2d, avg_pool3d, cast, concat, div, embedding, erf, exp, gelu, layer_norm, linear,
-                  log_softmax, lstm, matmul, max_pool2d, max_pool3d, mean, mul, permute_contiguous, pow, relu,
-                  reshape, select, sigmoid, softmax, sqrt, sub, tanh, upsample_bilinear2d, upsample_nearest)
+from .ops import catalogue as _catalogue
 
 __version__ = "0.1.0"
 
@@ -23,8 +21,8 @@ __all__ = [
     "explain", "fp_math_mode", "get_compute_eng", "get_fp_math_mode", "hookimpl", "register_backend",
     "set_compute_eng", "set_default_fp_math_mode", "to_device", "to_numpy", "unregister_backend", "verbose",
     "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int32", "int64", "uint8",
-    "add", "avg_pool2d", "avg_pool3d", "cast", "concat", "div", "embedding", "erf", "exp", "gelu",
-    "layer_norm", "linear", "log_softmax", "lstm", "matmul", "max_pool2d", "max_pool3d", "mean", "mul",
-    "permute_contiguous", "pow", "relu", "reshape", "select", "sigmoid", "softmax", "sqrt", "sub", "tanh",
-    "upsample_bilinear2d", "upsample_nearest",
 ]
+
+# The ops, as the catalogue finds them in polyeng/ops: nothing here lists them.
+globals().update((name, spec.function) for name, spec in _catalogue.specs().items())
+__all__ += list(_catalogue.specs())

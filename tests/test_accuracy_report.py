@@ -6,7 +6,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
 import accuracy  # noqa: E402
-from polyeng.cli.workload import CASES  # noqa: E402
+from polyeng.bench.workload import CASES  # noqa: E402
 from polyeng.ops import OPS  # noqa: E402
 
 

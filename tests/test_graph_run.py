@@ -305,3 +305,24 @@ def test_values_freed_are_the_dead_ones_only():
         for slot in dead:
             later = program.steps[i + 1:]
             assert all(slot not in [s for _, s in step.simple] for step in later)
+
+
+def test_a_graph_that_already_ran_prints_a_verbose_line_per_node(caplog):
+    """Verbose is read at every run, not only when a run is planned: a graph run once before
+    ``polyeng.verbose(1)`` still prints one exec line per node (host nodes print none)."""
+    def fn(x):
+        return polyeng.softmax(polyeng.relu(x) * 2.0, axis=-1)
+    x = np.ascontiguousarray(X)
+    graph = trace(fn, x)
+    want = graph(x)   # planned, quietly
+    caplog.set_level(logging.INFO, logger="polyeng")
+    with polyeng.verbose(1):
+        got = graph(x)
+        again = graph(x)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("polyeng,exec,")]
+    assert [line.split(",")[2] for line in lines] == [n.op for n in graph.nodes] * 2
+    caplog.clear()
+    graph(x)   # verbose off again: nothing
+    assert not [r for r in caplog.records if r.getMessage().startswith("polyeng,exec,")]
+    assert_same_tree(got, want)
+    assert_same_tree(again, want)

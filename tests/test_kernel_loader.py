@@ -10,7 +10,8 @@ import pytest
 
 import polyeng
 from polyeng.backends import _loader
-from polyeng.engine.call import OPS, Prepared
+from polyeng.engine.call import Prepared
+from polyeng.ops import OPS
 from polyeng.engine.plugins import registry
 from polyeng.engine.selector import NOT_PROBED
 

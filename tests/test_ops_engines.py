@@ -9,7 +9,7 @@ import pytest
 import polyeng
 from polyeng.engine import dtypes as dt
 from polyeng.engine.call import map_arrays
-from polyeng.examples import example_calls
+from polyeng.examples import example_calls, zero_size_calls
 from polyeng.ops import OPS
 
 # BASIC included: against the float64 reference it checks BASIC's own 16-bit storage path.
@@ -18,9 +18,8 @@ ENGINE_OPS = [pytest.param(e.name, op, marks=() if e.available else
                            pytest.mark.skip(reason=f"engine {e.name!r} is unavailable: {e.reason}"))
               for e in polyeng.engines() for op in e.ops if op in OPS]
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
-# Error allowed, in units of the storage dtype's epsilon, relative to max(1, |reference|).
-TOLERANCE = {"lstm": 64, "matmul": 32, "linear": 32, "layer_norm": 32, "softmax": 16, "log_softmax": 16,
-             "avg_pool2d": 8, "avg_pool3d": 8, "upsample_bilinear2d": 8, "gelu": 8}
+# Error allowed: each op's OpSpec.tolerance, in units of the storage dtype's epsilon, relative to
+# max(1, |reference|).
 
 
 def to_f64(a):
@@ -48,7 +47,7 @@ def assert_close(actual, expected, dtype, op):
         np.testing.assert_array_equal(actual.astype(np.float64), expected.astype(dtype).astype(np.float64))
         return
     eps = float(np.finfo(np.float32 if dtype == dt.bfloat16 else dtype).eps) if dtype != dt.bfloat16 else 2.0 ** -7
-    tol = TOLERANCE.get(op, 4) * eps
+    tol = OPS[op].tolerance * eps
     scale = max(1.0, float(np.nanmax(np.abs(expected)))) if expected.size else 1.0
     np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=tol, atol=tol * scale)
 
@@ -103,43 +102,7 @@ def _arrays(value):
             yield from _arrays(v)
 
 
-def _zero(*shape):
-    return np.zeros(shape, np.float32)
-
-
-ZERO_SIZE = {
-    "concat": (([_zero(0, 3), _zero(0, 2)],), {"axis": 1}, (0, 5)),
-    "avg_pool2d": ((_zero(0, 3, 8, 8), 2), {}, (0, 3, 4, 4)),
-    "avg_pool3d": ((_zero(2, 0, 4, 4, 4), 2), {}, (2, 0, 2, 2, 2)),
-    "max_pool2d": ((_zero(0, 3, 8, 8), 2), {}, (0, 3, 4, 4)),
-    "max_pool3d": ((_zero(0, 1, 4, 4, 4), 2), {}, (0, 1, 2, 2, 2)),
-    "lstm": ((_zero(5, 0, 4), [(_zero(8, 4), _zero(8, 2), _zero(8), _zero(8))]), {}, [(5, 0, 2), [(1, 0, 2), (1, 0, 2)]]),
-    "layer_norm": ((_zero(0, 16), 16), {}, (0, 16)),
-    "softmax": ((_zero(3, 0),), {"axis": 0}, (3, 0)),
-    "log_softmax": ((_zero(0, 4),), {}, (0, 4)),
-    "upsample_bilinear2d": ((_zero(0, 2, 3, 3),), {"size": 6}, (0, 2, 6, 6)),
-    "upsample_nearest": ((_zero(2, 0, 3),), {"scale_factor": 2}, (2, 0, 6)),
-    "permute_contiguous": ((_zero(0, 3, 2), (2, 0, 1)), {}, (2, 0, 3)),
-    "select": ((np.zeros((0, 4), bool), _zero(0, 4), _zero(1, 4)), {}, (0, 4)),
-    "matmul": ((_zero(0, 5), _zero(5, 3)), {}, (0, 3)),
-    "linear": ((_zero(2, 0, 5), _zero(3, 5)), {}, (2, 0, 3)),
-    "gelu": ((_zero(0),), {}, (0,)),
-    "cast": ((_zero(0, 2), "f16"), {}, (0, 2)),
-    "add": ((_zero(0, 3), _zero(1, 3)), {}, (0, 3)),
-    "sub": ((_zero(2, 0), 1.5), {}, (2, 0)),
-    "mul": ((_zero(0, 1), _zero(4)), {}, (0, 4)),
-    "div": ((_zero(3, 0), _zero(1)), {}, (3, 0)),
-    "pow": ((_zero(0, 2), 2.0), {}, (0, 2)),
-    "relu": ((_zero(0, 3),), {}, (0, 3)),
-    "sigmoid": ((_zero(2, 0),), {}, (2, 0)),
-    "tanh": ((_zero(0),), {}, (0,)),
-    "exp": ((_zero(0, 5),), {}, (0, 5)),
-    "sqrt": ((_zero(3, 0, 2),), {}, (3, 0, 2)),
-    "erf": ((_zero(0),), {}, (0,)),
-    "mean": ((_zero(0, 3),), {"axis": 1}, (0,)),
-    "reshape": ((_zero(0, 3), (3, -1)), {}, (3, 0)),
-    "embedding": ((np.zeros((2, 0), np.int64), _zero(5, 3)), {}, (2, 0, 3)),
-}
+ZERO_SIZE = zero_size_calls()
 
 
 def _shapes(result):

@@ -19,7 +19,6 @@ import importlib
 import importlib.util
 import threading
 
-from ..engine.call import OPS
 from ..engine.registry import KernelRecord
 
 
@@ -114,7 +113,7 @@ def register_kernels(registry, engine: str, package: str, *, lazy: bool = True, 
     allows); ``wrap(kernel)``: what the engine puts around each kernel; ``before_load()``: what
     the engine sets up before a lazy kernel's module is first imported (no cost per call).
     """
-    for spec in OPS.values():
+    for spec in registry.specs.values():
         module = f"{package}.{spec.family}"
         if lazy:
             if spec.name not in _top_level_names(module):

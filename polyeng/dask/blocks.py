@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine.call import map_arrays
+from ..ops import catalogue
 
 
 class Slot:
@@ -37,13 +38,12 @@ def fill(template, blocks):
 def run_op(*blocks, op: str, settings, template: dict, keep_prefix=None):
     """The op on these blocks. ``keep_prefix=(p, tail)`` (reshape): the target shape is the
     block's first ``p`` dims followed by ``tail``."""
-    from ..engine.call import OPS
     kwargs = fill(template, blocks)
     if keep_prefix is not None:
         p, tail = keep_prefix
         kwargs["shape"] = tuple(kwargs["x"].shape[:p]) + tuple(tail)
     with settings:
-        return OPS[op].function(**kwargs)
+        return catalogue.specs()[op].function(**kwargs)
 
 
 def run_matmul(a_blocks, b_blocks, *, settings, out_dtype):

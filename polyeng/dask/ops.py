@@ -70,7 +70,11 @@ def apply(spec, kwargs: dict):
     args = spec.validate(**map_arrays(kwargs, stand_in, is_dask))
     prepared = spec.prepare(args)
     call = LazyCall(spec, kwargs, args, prepared)
-    return RULES.get(spec.name, RULES.get(spec.family))(call)
+    rule = RULES.get(spec.chunking)
+    if rule is None:
+        raise TypeError(f"{spec.name} does not take dask arrays: its OpSpec names no dask rule "
+                        f"(chunking={spec.chunking!r}; rules: {', '.join(RULES)})")
+    return rule(call)
 
 
 class LazyCall:
@@ -320,9 +324,9 @@ def _reshape(c: LazyCall):
                    keep_prefix=(p, tuple(out_shape[p:])))
 
 
+# The chunking rules an OpSpec names (``OpSpec.chunking``): kinds of block structure, not ops.
 RULES = {
-    "arithmetic": _elementwise, "activation": _elementwise, "cast": _elementwise, "select": _elementwise,
-    "matmul": _matmul, "linear": _linear, "softmax": _softmax, "log_softmax": _softmax,
+    "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax,
     "layer_norm": _layer_norm, "mean": _mean, "pooling": _pooling, "upsample": _upsample, "lstm": _lstm,
-    "embedding": _embedding, "concat": _concat, "permute_contiguous": _permute, "reshape": _reshape,
+    "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape,
 }

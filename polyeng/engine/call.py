@@ -1,12 +1,8 @@
-"""``OpSpec`` (what an op declares) and ``Call`` (one validated call of it)."""
+"""``Prepared`` (what an op derives once per call signature) and ``Call`` (one validated call of an op)."""
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Callable, Optional
 
 import numpy as np
 
-from .mixed_precision import Category
 
 
 class Prepared:
@@ -53,53 +49,13 @@ class later:
         self.fn = fn
 
 
-@dataclass(frozen=True)
-class OpSpec:
-    """Everything the engine needs to know about an op; each ``polyeng/ops`` module declares one.
-
-    ``validate(**kwargs)`` returns the validated keyword arguments (same names as the public
-    function) or raises ValueError/TypeError naming the argument. ``prepare(args)`` returns
-    the :class:`Prepared` facts of validated ``args``. ``family`` is the op module's name,
-    which is also the name of the file holding each engine's kernel. ``exact`` ops only move
-    or compare data, so they run in their storage dtype and are never converted.
-    ``recommend(call)`` names the engine to prefer for these arguments; ``preference`` is the
-    documented order tried after it.
-    """
-    name: str
-    function: Callable
-    validate: Callable[..., dict]
-    prepare: Callable[[dict], Prepared]
-    category: Category
-    exact: bool = False
-    preference: tuple = ("basic",)
-    recommend: Optional[Callable[["Call"], Optional[str]]] = None
-
-    @property
-    def family(self) -> str:
-        return self.function.__module__.rsplit(".", 1)[-1]
-
-
-# op name -> OpSpec, filled by ``polyeng.ops`` as it imports its modules; the engine reads it
-# here instead of importing ``polyeng.ops`` (which imports the engine).
-OPS: dict[str, OpSpec] = {}
-
-
-def op_spec(op, where: str = "op") -> OpSpec:
-    """The OpSpec of an op given by name or as the op function; ValueError listing the ops otherwise."""
-    name = op if isinstance(op, str) else getattr(op, "__name__", op)
-    spec = OPS.get(name) if isinstance(name, str) else None
-    if spec is None:
-        raise ValueError(f"{where}={op!r} is not a polyeng op; expected one of {', '.join(sorted(OPS))}")
-    return spec
-
-
 class Call:
     """One op call after validation: what ``accepts(call)`` and the selector look at."""
 
     __slots__ = ("op", "args", "spec", "prepared", "storage_dtype", "fp_math_mode", "category",
                  "accumulation_dtype", "allowed_compute")
 
-    def __init__(self, spec: OpSpec, args: dict):
+    def __init__(self, spec, args: dict):
         self.spec = spec
         self.op = spec.name
         self.args = args
@@ -147,3 +103,10 @@ def map_arrays(value, fn, is_leaf=_is_numpy):
     if isinstance(value, dict):
         return {k: map_arrays(v, fn, is_leaf) for k, v in value.items()}
     return value
+
+
+def __getattr__(name):   # the op table moved to polyeng.ops.catalogue; kept readable here for old imports
+    if name == "OPS":
+        from ..ops.catalogue import specs
+        return specs()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

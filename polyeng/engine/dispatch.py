@@ -15,8 +15,10 @@ import numpy as np
 from . import dtypes as dt
 from . import fpmath, mixed_precision, verbose
 from . import plan_cache, trace_hook
-from .call import Call, OpSpec, map_arrays, op_spec, tensors_of
-from .plan_cache import Plan
+from ..ops import catalogue
+from ..ops.catalogue import OpSpec
+from .call import Call, map_arrays, tensors_of
+from . import array_handlers
 from .errors import EngineError, FallbackWarning, warn_once
 from .plugins import registry
 from .selector import ACCEPTED, CHOSEN, NOT_PROBED, Decision, choose_engine, verdict
@@ -62,8 +64,8 @@ def _step(call: Call, engine: str, reg) -> plan_cache.Step:
                            _needs_host(call, engine, reg))
 
 
-def plan_for(spec: OpSpec, args: dict, reg) -> Plan:
-    """The plan for validated ``args``: from the decision cache, else made by the selector."""
+def plan_for(spec: OpSpec, args: dict, reg) -> "BoundPlan":
+    """The bound plan for validated ``args``: from the decision cache, else made by the selector."""
     mode = fpmath.get_fp_math_mode()
     scope = current_scope()
     key = plan_cache.key_for(spec.name, args, mode, scope)
@@ -71,106 +73,142 @@ def plan_for(spec: OpSpec, args: dict, reg) -> Plan:
     if plan is None:
         call = make_call(spec, args)
         decision = decide(call, reg, scope=scope)
-        plan = Plan(decision, call.prepared, mode.value, _step(call, decision.engine, reg))
+        plan = BoundPlan(spec, reg, decision, call.prepared, mode.value, _step(call, decision.engine, reg))
         if key is not None:
+            plan.cached = True
             reg.plans.put(key, plan)
     return plan
-
-
-def _fallback_step(spec: OpSpec, args: dict, plan: Plan, failed: str, reg):
-    """The step of the first engine after ``failed`` in the plan that accepts the call (probed now:
-    the selector stopped at the chosen engine), or None when none is left."""
-    order = plan.decision.plan
-    call = None
-    for engine in order[order.index(failed) + 1:]:
-        step = plan.fallbacks.get(engine, _UNPROBED)   # one look-up: another thread may fill it
-        if step is _UNPROBED:
-            call = call or make_call(spec, args)
-            verdict_, reason = verdict(call, reg, engine)
-            step = _step(call, engine, reg) if verdict_ == ACCEPTED else None
-            if step is None and verbose.level() >= 2:
-                verbose.dispatch_line(spec.name, engine, verdict_, reason)
-            plan.fallbacks[engine] = step
-        if step is not None:
-            return step
-    return None
 
 
 _UNPROBED = object()
 
 
+class BoundPlan:
+    """What the selector decided for one call signature, bound to everything running it needs: the
+    op's prepared facts, the chosen engine's step, and the steps of fallback engines (probed when a
+    failure first reaches them). ``execute(args)`` is the bottom half of every op call, for direct
+    calls and graph nodes alike: convert under fp math -> run the kernel -> check its result ->
+    record (verbose) -> fall back when the kernel fails."""
+
+    __slots__ = ("spec", "registry", "decision", "prepared", "mode", "first", "fallbacks", "direct", "cached")
+
+    def __init__(self, spec: OpSpec, reg, decision: Decision, prepared, mode: str, first: plan_cache.Step):
+        self.spec, self.registry = spec, reg
+        self.decision = decision      # selector.Decision
+        self.prepared = prepared      # call.Prepared
+        self.mode = mode
+        self.first = first
+        self.fallbacks: dict = {}     # engine -> Step, or None when it does not accept the call
+        # the chosen kernel takes the validated arguments as they are: no conversion, no transfer
+        self.direct = not (first.to_host or first.convert)
+        self.cached = False           # kept in the registry's decision cache for its call signature
+
+    def execute(self, args: dict, quiet: bool = False):
+        """Run the validated ``args``. ``quiet``: numpy's floating-point warnings are already off in
+        this context (a graph run turns them off once for all its nodes)."""
+        level = verbose.level()
+        if self.direct and not level:   # the common case, with nothing to convert, move or record
+            kernel, prepared = self.first.kernel, self.prepared
+            try:
+                if not quiet:
+                    result = _call_quietly(kernel, prepared, args)
+                elif kernel.prepared:
+                    result = kernel.fn(prepared, **args)
+                else:
+                    result = kernel.fn(**args)
+                if type(result) is not np.ndarray or result.dtype != prepared.dtype or result.shape != prepared.shape:
+                    result = _checked_result(result, prepared)
+                return result
+            except MemoryError:   # out of host memory is no engine's fault: the caller sees it as it is
+                raise
+            except Exception as exc:
+                return self._run_steps(args, quiet, level, self._failed(args, self.first, exc, 6))
+        return self._run_steps(args, quiet, level, self.first)
+
+    def _run_steps(self, args: dict, quiet: bool, level: int, step):
+        """The kernel of ``step`` and, when it fails, of each fallback step in turn, with conversion,
+        transfers and verbose records; EngineError when none is left."""
+        spec, decision, prepared = self.spec, self.decision, self.prepared
+        if level >= 2 and step is self.first:
+            for c in decision.candidates:
+                if c.verdict not in (CHOSEN, ACCEPTED, NOT_PROBED):
+                    verbose.dispatch_line(spec.name, c.engine, c.verdict, c.reason)
+        while step is not None:
+            kernel_args, moved = args, []
+            if step.to_host:
+                kernel_args, moved = _to_host(kernel_args, step.engine, self.registry)
+            if step.convert:
+                kernel_args = _to_compute(kernel_args, step.compute, step.kernel.native_storage)
+            start = time.perf_counter() if level else 0.0
+            try:
+                kernel = step.kernel
+                if not quiet:
+                    result = _call_quietly(kernel, prepared, kernel_args)
+                elif kernel.prepared:
+                    result = kernel.fn(prepared, **kernel_args)
+                else:
+                    result = kernel.fn(**kernel_args)
+                if type(result) is not np.ndarray or result.dtype != prepared.dtype or result.shape != prepared.shape:
+                    result = _checked_result(result, prepared)
+            except MemoryError:
+                raise
+            except Exception as exc:
+                step = self._failed(args, step, exc, 7)
+                continue
+            if level >= 1:
+                ms = (time.perf_counter() - start) * 1e3
+                label = decision.step if step.engine == decision.engine else "fallback"
+                note = f"transferred {','.join(moved)} to host" if moved else ""
+                verbose.exec_line(spec.name, step.engine, label, self.mode, step.compute, tensors_of(args), ms, note)
+            return result
+        raise AssertionError("unreachable: _failed raises when no step is left")
+
+    def _failed(self, args: dict, step, exc, stacklevel: int):
+        """The step to try after ``step``'s kernel raised ``exc`` (with one FallbackWarning pointing
+        ``stacklevel`` frames up: at the op's caller for a direct call), or EngineError when the
+        engine is pinned or no engine is left."""
+        reason = str(exc) if type(exc) is WrongResult else f"{type(exc).__name__}: {exc}"
+        if not self.decision.fallback:
+            raise EngineError(step.engine, self.spec.name, f"kernel failed: {reason}") from exc
+        following = self._fallback_step(args, step.engine)
+        if following is None:
+            raise EngineError(step.engine, self.spec.name, f"every candidate failed; last: {reason}") from exc
+        _warn_fallback(self.spec.name, step.engine, reason, following.engine, stacklevel)
+        return following
+
+    def _fallback_step(self, args: dict, failed: str):
+        """The step of the first engine after ``failed`` in the plan that accepts the call (probed now:
+        the selector stopped at the chosen engine), or None when none is left."""
+        order, reg, call = self.decision.plan, self.registry, None
+        for engine in order[order.index(failed) + 1:]:
+            step = self.fallbacks.get(engine, _UNPROBED)   # one look-up: another thread may fill it
+            if step is _UNPROBED:
+                call = call or make_call(self.spec, args)
+                verdict_, reason = verdict(call, reg, engine)
+                step = _step(call, engine, reg) if verdict_ == ACCEPTED else None
+                if step is None and verbose.level() >= 2:
+                    verbose.dispatch_line(self.spec.name, engine, verdict_, reason)
+                self.fallbacks[engine] = step
+            if step is not None:
+                return step
+        return None
+
+
 def run(spec: OpSpec, **kwargs):
-    """Run one op call; what every public op function calls."""
+    """Run one op call; what every public op function calls: validate -> plan (decide) -> execute."""
     if trace_hook.active:
         tracer = trace_hook.current.get()
         if tracer is not None:
             return tracer.record(spec, kwargs)
-    if "dask.array" in sys.modules and _has_dask(kwargs):   # one dict look-up unless dask is imported
-        from ..dask.ops import apply
-        return apply(spec, kwargs)
+    for library in array_handlers.LIBRARIES:   # one dict look-up unless such a library is imported
+        if library in sys.modules:
+            handler = array_handlers.handler_for(kwargs)
+            if handler is not None:
+                return handler.run_op(spec, kwargs)
+            break
     reg = registry()   # one snapshot per call, even if a plugin registers meanwhile
     args = spec.validate(**kwargs)
-    plan = plan_for(spec, args, reg)
-    decision, prepared = plan.decision, plan.prepared
-    level = verbose.level()
-    if level >= 2:
-        for c in decision.candidates:
-            if c.verdict not in (CHOSEN, ACCEPTED, NOT_PROBED):
-                verbose.dispatch_line(spec.name, c.engine, c.verdict, c.reason)
-    step, last_failure = plan.first, None
-    while step is not None:
-        kernel_args, moved = args, []
-        if step.to_host:
-            kernel_args, moved = _to_host(kernel_args, step.engine, reg)
-        if step.convert:
-            kernel_args = _to_compute(kernel_args, step.compute, step.kernel.native_storage)
-        start = time.perf_counter() if level else 0.0
-        try:
-            result = _call_quietly(step.kernel, prepared, kernel_args)
-            if type(result) is not np.ndarray or result.dtype != prepared.dtype or result.shape != prepared.shape:
-                result = _checked_result(result, prepared)
-        except MemoryError:   # out of host memory is no engine's fault: the caller sees it as it is
-            raise
-        except Exception as exc:
-            reason = str(exc) if type(exc) is WrongResult else f"{type(exc).__name__}: {exc}"
-            if not decision.fallback:
-                raise EngineError(step.engine, spec.name, f"kernel failed: {reason}") from exc
-            last_failure = (step.engine, reason, exc)
-            step = _fallback_step(spec, args, plan, step.engine, reg)
-            if step is not None:
-                _warn_fallback(spec.name, last_failure[0], reason, step.engine)
-            continue
-        if level >= 1:
-            ms = (time.perf_counter() - start) * 1e3
-            label = decision.step if step.engine == decision.engine else "fallback"
-            note = f"transferred {','.join(moved)} to host" if moved else ""
-            verbose.exec_line(spec.name, step.engine, label, plan.mode, step.compute, tensors_of(args), ms, note)
-        return result
-    engine, reason, exc = last_failure
-    raise EngineError(engine, spec.name, f"every candidate failed; last: {reason}") from exc
-
-
-def _has_dask(kwargs) -> bool:
-    """Whether a dask array is among the arguments (lists and tuples of them, one level deep,
-    and lstm's params, two levels deep, included)."""
-    array_type = getattr(sys.modules["dask.array"], "Array", None)
-    if array_type is None:   # dask.array still importing
-        return False
-    for value in kwargs.values():
-        kind = type(value)
-        if kind is np.ndarray:
-            continue
-        if kind is list or kind is tuple:
-            for item in value:
-                if isinstance(item, array_type):
-                    return True
-                if type(item) is list or type(item) is tuple:
-                    for inner in item:
-                        if isinstance(inner, array_type):
-                            return True
-        elif isinstance(value, array_type):
-            return True
-    return False
+    return plan_for(spec, args, reg).execute(args)
 
 
 def _call_quietly(kernel, prepared, kwargs):
@@ -309,15 +347,15 @@ def _to_storage(result, storage):
     return map_arrays(result, fix)
 
 
-def _warn_fallback(op: str, engine: str, reason: str, next_engine: str) -> None:
+def _warn_fallback(op: str, engine: str, reason: str, next_engine: str, stacklevel: int) -> None:
     warn_once((op, engine, reason), FallbackWarning(f"{op}: engine {engine!r} failed at run time ({reason}); "
-                                                    f"running it on {next_engine!r}"), stacklevel=4)
+                                                    f"running it on {next_engine!r}"), stacklevel=stacklevel)
 
 
 def explain(op, *args, **kwargs) -> Decision:
     """The decision for ``op(*args, **kwargs)`` without running it. ``op`` is a name or the op
     function. Every engine is probed, so each candidate shows its verdict."""
-    spec = op_spec(op)
+    spec = catalogue.lookup(op)
     registry()   # built first: validation tells the engines' device tensors from array-likes by it
     try:
         bound = inspect.signature(spec.function).bind(*args, **kwargs)
@@ -325,7 +363,7 @@ def explain(op, *args, **kwargs) -> Decision:
         raise TypeError(f"explain({spec.name}): {exc}") from None
     bound.apply_defaults()
     arguments = bound.arguments
-    if "dask.array" in sys.modules and _has_dask(arguments):   # shapes and dtypes only: nothing computed
-        from ..dask.ops import is_dask, placeholder
-        arguments = map_arrays(arguments, placeholder, is_dask)
+    handler = array_handlers.handler_for(arguments)
+    if handler is not None:   # shapes and dtypes only: nothing computed
+        arguments = handler.placeholders(arguments)
     return decide(make_call(spec, spec.validate(**arguments)), probe_all=True)

@@ -10,6 +10,7 @@ import contextvars
 import threading
 from typing import Callable
 
+from ..ops import catalogue
 from .names import NameEnum
 from .scopes import Scoped
 
@@ -31,8 +32,7 @@ override: contextvars.ContextVar[tuple] = contextvars.ContextVar("polyeng_amp_ov
 
 
 def _check_op(op_name) -> str:
-    from .call import op_spec
-    return op_spec(op_name, "op_name").name
+    return catalogue.lookup(op_name, "op_name").name
 
 
 def register_mixed_precision_conversion(op_name, func=None, level=10):

@@ -59,20 +59,6 @@ class Step:
     to_host: bool           # some argument is a device tensor of another engine
 
 
-class Plan:
-    """A decision with what running it needs: the op's prepared facts, the chosen engine's step,
-    and the steps of fallback engines, filled in when a failure first reaches them."""
-
-    __slots__ = ("decision", "prepared", "mode", "first", "fallbacks")
-
-    def __init__(self, decision, prepared, mode: str, first: Step):
-        self.decision = decision      # selector.Decision
-        self.prepared = prepared      # call.Prepared
-        self.mode = mode
-        self.first = first
-        self.fallbacks: dict = {}     # engine -> Step, or None when it does not accept the call
-
-
 class PlanCache:
     """A bounded dict of plans; cleared whole when full (signatures of a model repeat, so
     a working set far below the bound is the normal case)."""
@@ -84,7 +70,7 @@ class PlanCache:
     def get(self, key):
         return self._plans.get(key)
 
-    def put(self, key, plan: Plan) -> None:
+    def put(self, key, plan) -> None:
         with self._lock:
             if len(self._plans) >= MAX_ENTRIES:
                 self._plans.clear()

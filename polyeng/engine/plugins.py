@@ -12,7 +12,7 @@ from importlib import metadata
 import pluggy
 
 from . import hookspecs
-from .call import OPS
+from ..ops import catalogue
 from .errors import PluginError
 from .registry import Registry
 
@@ -104,7 +104,7 @@ def _publish(reg: Registry) -> None:
 
 def _build(pm: pluggy.PluginManager) -> tuple[Registry, dict]:
     """A registry from every plugin's hook, and the exception each failing hook raised (by plugin name)."""
-    reg = Registry(set(OPS))
+    reg = Registry(catalogue.specs())
     errors = {}
     # Hook implementations are called one by one (not as one hook call) so that one plugin's
     # failure cannot hide the others; hookwrappers and tryfirst/trylast are not used here.

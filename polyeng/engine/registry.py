@@ -117,10 +117,11 @@ class EngineInfo:
 class Registry:
     """Engines in registration order and their kernels, keyed by (op, engine)."""
 
-    def __init__(self, known_ops=None):
+    def __init__(self, specs=None):
         self.engines: dict[str, EngineRecord] = {}
         self.kernels: dict[tuple[str, str], KernelRecord] = {}
-        self._known_ops = known_ops
+        self.specs: dict = dict(specs) if specs is not None else {}   # the op catalogue: name -> OpSpec
+        self._known_ops = set(self.specs) if specs is not None else None
         self._plugin = ""
         self.plans = PlanCache()   # decisions made with this registry, by call signature
 

@@ -27,11 +27,11 @@ import numpy as np
 
 from ..engine import dtypes as dt
 from ..engine import mixed_precision as mp
-from ..engine.call import Call, OPS
+from ..engine.call import Call
+from ..ops.catalogue import lookup
 from ..engine.mixed_precision import Category
 from .graph import Graph
 from .ir import AmpInfo, Node, Ref, fill, ref_names
-from .numpy_nodes import MOVEMENT, result_type as numpy_result_type
 
 _CONVERTIBLE = (dt.float32, dt.float16, dt.bfloat16)
 _MISSING_MODES = {"error": "error", "warn": "warn", "ignore": "ignore", 0: "error", 1: "warn", 2: "ignore"}
@@ -72,7 +72,7 @@ def to_mixed_precision(graph, dtype="bfloat16", keep_orig_output_dtype=True, mis
     unknown = sorted(set(keep) - names)
     if unknown:
         raise ValueError(f"keep: no node named {', '.join(map(repr, unknown))} in the graph")
-    missing = Counter(n.op for n in graph.nodes if n.op not in OPS and n.op not in MOVEMENT)
+    missing = Counter(n.op for n in graph.nodes if lookup(n.op, "node op").category is None)
     if missing and mode != "ignore":
         listed = ", ".join(f"{op} ({count} node{'s' if count > 1 else ''})" for op, count in sorted(missing.items()))
         if mode == "error":
@@ -139,10 +139,10 @@ class _Pass:
     def _convert(self, node: Node) -> None:
         floats = [n for n in dict.fromkeys(node.inputs) if self.types[n][0] in _CONVERTIBLE]
         computed = [n for n in floats if n not in self.graph.constants]
-        spec = OPS.get(node.op)
-        if spec is None:
+        spec = lookup(node.op, "node op")
+        if spec.host:   # host ops move data: FOLLOW, by their own category or for want of a rule
             category, accumulation, out_dtype, source = Category.FOLLOW, "float32", self.mixed.name, \
-                "data movement: FOLLOW" if node.op in MOVEMENT else "no rule (numpy node): FOLLOW"
+                "data movement: FOLLOW" if spec.category is not None else "no rule (numpy node): FOLLOW"
         else:
             category, accumulation, out_dtype, source = self._rule(node, spec)
         to, why = self._targets(node, category, floats, computed)
@@ -225,10 +225,10 @@ class _Pass:
 
     def _output_dtypes(self, node, args) -> list:
         """The dtypes the node's outputs have with these (converted) arguments."""
-        spec = OPS.get(node.op)
-        if spec is None:
+        spec = lookup(node.op, "node op")
+        if spec.host:
             names = ref_names(args)
-            out = numpy_result_type(node.op, args, self.types[names[0]][0] if names else node.dtype)
+            out = spec.result_type(args, self.types[names[0]][0] if names else node.dtype)
         else:
             concrete = _placeholders(args, self.types, self.constants)
             try:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.dispatch import decide, make_call, run
+from ..engine.dispatch import decide, make_call
 from ..engine.plugins import registry
 from .runner import Program
 
@@ -34,17 +34,14 @@ class GraphExplanation(list):
 
 
 def explain_graph(graph, inputs: list) -> GraphExplanation:
-    program = Program(graph)
-    env = program.environment(inputs, program.constants)
+    """The graph run on ``inputs`` (as any run) with an observer asking the selector, with every
+    engine probed, for each node's decision before the node runs."""
     reg = registry()
     found = GraphExplanation()
-    for step in program.steps:
-        kwargs = step.kwargs(env)
-        if step.numpy is not None:
-            found.append(NodeDecision(step.node, None))
-            step.store(step.numpy(**kwargs), env)
-            continue
-        call = make_call(step.spec, step.spec.validate(**kwargs))
-        found.append(NodeDecision(step.node, decide(call, reg, probe_all=True)))
-        step.store(run(step.spec, **kwargs), env)
+
+    def observe(step, kwargs):
+        spec = step.spec
+        decision = None if spec.host else decide(make_call(spec, spec.validate(**kwargs)), reg, probe_all=True)
+        found.append(NodeDecision(step.node, decision))
+    Program(graph).run(inputs, observe)
     return found

@@ -6,6 +6,7 @@ import sys
 import numpy as np
 
 from ..engine import dtypes as dt
+from ..engine import array_handlers
 from ..engine.plugins import registry
 from ..engine.call import map_arrays
 from .ir import Ref, Value, fill, ref_names
@@ -61,9 +62,12 @@ class Graph:
 
     # --- running ---------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if "dask.array" in sys.modules and _has_dask(args, kwargs):   # lazily, one task per batch chunk
-            from ..dask.graphs import call
-            return call(self, args, kwargs)
+        for library in array_handlers.LIBRARIES:   # dask arrays: lazily, one task per batch chunk
+            if library in sys.modules:
+                handler = array_handlers.handler_for(list(args) + list(kwargs.values()))
+                if handler is not None:
+                    return handler.run_graph(self, args, kwargs)
+                break
         values = self._bind(args, kwargs)
         program = self._compiled()
         env = program.run(values)
@@ -177,13 +181,6 @@ class Graph:
         """Write the graph with its constants to ``path`` (see ``polyeng.graph.load``)."""
         from .serialize import save
         save(self, path)
-
-
-def _has_dask(args, kwargs) -> bool:
-    from ..dask.ops import is_dask
-    found = []
-    map_arrays((args, kwargs), found.append, is_dask)
-    return bool(found)
 
 
 def _dims_text(shape) -> str:

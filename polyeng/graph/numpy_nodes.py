@@ -1,15 +1,14 @@
 """The numpy operations a graph records as nodes of their own (``np.<name>``), and how they run.
 
 They move or relabel data and run on the host with numpy; a device tensor given to one is
-brought to the host first. They have no mixed precision rule (see ``polyeng.amp``): the pass
-treats them as FOLLOW.
+brought to the host first. Each is a host op of the op catalogue (``OpSpec.host``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..engine import dtypes as dt
-from . import onnx_nodes
+from ..ops.catalogue import OpSpec, register_host
 
 
 def _host(x):
@@ -43,16 +42,16 @@ def negative(x):
     return np.negative(_host(x))
 
 
-RUN = {"np.getitem": getitem, "np.transpose": transpose, "np.astype": astype, "np.negative": negative,
-       **onnx_nodes.RUN, "onnx.getitem": getitem}
-
-# An imported model's nodes: they only move, relabel or compute shapes, FOLLOW by nature, so
-# the pass needs no rule for them (``onnx.getitem`` is Slice or Gather with fixed indices).
-MOVEMENT = frozenset(op for op in RUN if op.startswith("onnx."))
-
-
-def result_type(op: str, args: dict, dtype) -> np.dtype:
+def _result_type(op: str):
     """The result dtype of a numpy node whose first input has ``dtype``."""
-    if op in onnx_nodes.RUN:
-        return onnx_nodes.result_type(op, args, dtype)
-    return dt.as_dtype(args["dtype"]) if op == "np.astype" else np.dtype(dtype)
+    if op == "np.astype":
+        return lambda args, dtype: dt.as_dtype(args["dtype"])
+    return lambda args, dtype: np.dtype(dtype)
+
+
+RUN = {"np.getitem": getitem, "np.transpose": transpose, "np.astype": astype, "np.negative": negative}
+
+# Host ops of the catalogue: graphs look them up by name like any op and call them directly. They
+# have no mixed precision rule (category None): the AMP pass treats them as FOLLOW and says so.
+for _name, _function in RUN.items():
+    register_host(OpSpec(name=_name, function=_function, host=True, result_type=_result_type(_name)))

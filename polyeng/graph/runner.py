@@ -1,20 +1,20 @@
-"""Running a graph: every node through the selector, with a plan per input signature.
+"""Running a graph: every node through the very plan a direct op call runs.
 
 The first run of a graph for a given signature of its inputs (dtypes, shapes, strides, device)
-and given scopes (engine, fp math mode, registry) validates each node's arguments and asks the
-selector for its plan, exactly as a direct op call does. When the chosen kernel can take the
-validated arguments as they are (no conversion, no transfer, validation returned the very
-arrays it was given), the node's kernel, prepared facts and validated attributes are kept,
-and later runs with the same signature call the kernel directly: no validation, no plan look-up.
-Every intermediate value's signature follows from the inputs', so it is the same on every run
-of the plan. A kernel that fails falls back through the ordinary op call (``FallbackWarning``,
-``EngineError``), and the plan is dropped so the next run plans again.
+and given scopes (engine, fp math mode, registry) validates each node's arguments and takes its
+bound plan from dispatch (``dispatch.plan_for``), exactly as a direct op call does, and executes
+it. When validation returned the very arrays it was given, the node keeps that bound plan, and
+later runs with the same signature execute it directly: no validation, no plan look-up. Every
+intermediate value's signature follows from the inputs', so it is the same on every run of the
+plan. Conversion under fp math, transfers, the result check, verbose records and fallback are
+the bound plan's (``BoundPlan.execute``): the runner keeps no copy of them.
+
+Host ops (a graph's ``np.*`` and an imported model's ``onnx.*`` nodes) are ops of the catalogue
+that run on the host: their function is called as it is.
 
 Every run drops its reference to an intermediate value after the last node that reads it
-(``Program.released``), so a run holds only the values still to be read.
-
-Verbose runs, runs under a user mixed precision rule and runs with device tensors of another
-engine than the chosen kernel's take the ordinary op call for every node.
+(``Program.released``), so a run holds only the values still to be read. ``graph.explain`` is
+the same walk with an observer that asks the selector for each node's decision.
 """
 from __future__ import annotations
 
@@ -23,14 +23,14 @@ import threading
 
 import numpy as np
 
-from ..engine import dispatch, mixed_precision, verbose
+from ..engine import dispatch, mixed_precision
 from ..engine import fpmath
-from ..engine.call import map_arrays, op_spec
+from ..engine.call import map_arrays
 from ..engine.plan_cache import _Uncacheable, _signature
 from ..engine.plugins import registry
 from ..engine.settings import current_scope
+from ..ops.catalogue import lookup as op_spec
 from .ir import Ref, contains_ref, fill, leaves
-from .numpy_nodes import RUN as NUMPY_RUN
 
 MAX_PLANS = 64
 
@@ -38,13 +38,13 @@ MAX_PLANS = 64
 class _Step:
     """A node compiled against the graph's value slots."""
 
-    __slots__ = ("node", "spec", "numpy", "fixed", "simple", "nested", "out_slots", "out", "batch_relative",
+    __slots__ = ("node", "spec", "host", "fixed", "simple", "nested", "out_slots", "out", "batch_relative",
                  "rows")
 
     def __init__(self, node, slot):
         self.node = node
-        self.numpy = NUMPY_RUN.get(node.op)
-        self.spec = None if self.numpy else op_spec(node.op, "node op")
+        self.spec = op_spec(node.op, "node op")
+        self.host = self.spec.function if self.spec.host else None   # called as it is
         self.fixed, self.simple, self.nested = _split(node.args, slot)
         self.out_slots = [slot[name] for name in node.outputs]
         self.out = node.out
@@ -82,14 +82,14 @@ class _Step:
             env[self.out_slots[index]] = value
 
 
-class _Fast:
-    """A node's kernel with what it needs, for calls with the signature it was planned for."""
+class _Planned:
+    """A node's bound plan with its arguments as value slots, for runs with the signature it was
+    planned for (validation returned the node's values unchanged, so it is skipped)."""
 
-    __slots__ = ("fn", "prepared", "takes_prepared", "fixed", "simple", "nested", "dtype", "shape")
+    __slots__ = ("execute", "fixed", "simple", "nested")
 
-    def __init__(self, kernel, prepared, args: dict, slot_of_id: dict, fixed_names):
-        self.fn, self.prepared, self.takes_prepared = kernel.fn, prepared, kernel.prepared
-        self.dtype, self.shape = prepared.dtype, prepared.shape
+    def __init__(self, plan, args: dict, slot_of_id: dict, fixed_names):
+        self.execute = plan.execute
         self.fixed, self.simple, self.nested = {}, [], []
         for name, value in args.items():
             if name in fixed_names:   # made from attributes only: the same on every run
@@ -104,11 +104,7 @@ class _Fast:
                 self.fixed[name] = value
 
     def __call__(self, env):
-        kwargs = _arguments(self.fixed, self.simple, self.nested, env)
-        result = self.fn(self.prepared, **kwargs) if self.takes_prepared else self.fn(**kwargs)
-        if type(result) is not np.ndarray or result.dtype != self.dtype or result.shape != self.shape:
-            result = dispatch._checked_result(result, self.prepared)
-        return result
+        return self.execute(_arguments(self.fixed, self.simple, self.nested, env), True)
 
 
 class Program:
@@ -138,62 +134,60 @@ class Program:
             env[s] = value
         return env
 
-    def run(self, inputs: list) -> list:
-        """The value environment after running every node on ``inputs`` (in graph.inputs order)."""
-        return contextvars.copy_context().run(self._run, inputs)
+    def run(self, inputs: list, observe=None) -> list:
+        """The value environment after running every node on ``inputs`` (in graph.inputs order).
+        ``observe(step, kwargs)`` is called before each node runs (``graph.explain``)."""
+        return contextvars.copy_context().run(self._run, inputs, observe)
 
-    def _run(self, inputs):
+    def _run(self, inputs, observe):
         dispatch_quiet()
         reg = registry()
         engine = _device_engine(inputs, reg)
         env = self.environment(inputs, self._device_constants(engine, reg) if engine else self.constants)
-        key = self._key(inputs, reg, engine)
-        plan = self.plans.get(key) if key is not None else None
-        if plan is not None:
-            return self._run_planned(plan, env, key)
-        plan, slow_only = [], key is None or verbose.level() > 0
-        for step, dead in zip(self.steps, self.released):
-            plan.append(self._run_first(step, env, reg, slow_only))
-            for s in dead:
-                env[s] = None
-        if not slow_only:
+        key = self._key(inputs, reg, engine) if observe is None else None
+        entries = self.plans.get(key) if key is not None else None
+        if entries is not None:
+            self._walk(env, entries, reg, None)
+            return env
+        entries = [_FIRST] * len(self.steps)
+        self._walk(env, entries, reg, observe)
+        if key is not None:
             with self._lock:
                 if len(self.plans) >= MAX_PLANS:
                     self.plans.clear()
-                self.plans[key] = plan
+                self.plans[key] = entries
         return env
 
-    def _run_planned(self, plan, env, key):
-        for step, fast, dead in zip(self.steps, plan, self.released):
-            if fast is None:
-                step.store(self._slow(step, env), env)
+    def _walk(self, env, entries, reg, observe):
+        """Run every node in order: a planned node through its bound plan, a host op by calling it,
+        any other node the ordinary way. A first run (entries ``_FIRST``) fills in each node's
+        entry for the next run with this signature."""
+        for i, (step, entry, dead) in enumerate(zip(self.steps, entries, self.released)):
+            if entry is not None and entry is not _FIRST:
+                step.store(entry(env), env)
             else:
-                try:
-                    result = fast(env)
-                except MemoryError:
-                    raise
-                except Exception:   # the ordinary call falls back (or raises) as a direct call would
-                    self.plans.pop(key, None)
-                    result = self._slow(step, env)
-                step.store(result, env)
+                kwargs = step.kwargs(env)
+                if observe is not None:
+                    observe(step, kwargs)
+                if step.host is not None:
+                    step.store(step.host(**kwargs), env)
+                    entries[i] = None if entry is _FIRST else entry
+                elif entry is _FIRST:
+                    entries[i] = self._plan_and_run(step, kwargs, env, reg)
+                else:
+                    step.store(dispatch.run(step.spec, **kwargs), env)
             for s in dead:
                 env[s] = None
-        return env
 
-    def _run_first(self, step, env, reg, slow_only):
-        """Run a node the ordinary way and return its fast entry (None when it has none)."""
-        kwargs = step.kwargs(env)
-        if step.numpy is not None:
-            step.store(step.numpy(**kwargs), env)
-            return None
-        if slow_only:
-            step.store(dispatch.run(step.spec, **kwargs), env)
-            return None
-        args = step.spec.validate(**kwargs)
-        plan = dispatch.plan_for(step.spec, args, reg)
-        first = plan.first
-        fast = None
-        if not (first.to_host or first.convert):
+    def _plan_and_run(self, step, kwargs, env, reg):
+        """Run a node the ordinary way (validate, plan, execute) and return its planned entry, or
+        None when later runs must validate again (validation made new arrays, or the plan is not
+        one the decision cache keeps)."""
+        spec = step.spec
+        args = spec.validate(**kwargs)
+        plan = dispatch.plan_for(spec, args, reg)
+        entry = None
+        if plan.cached:
             slot_of_id = {}
             for name, s in step.simple:
                 slot_of_id.setdefault(id(env[s]), s)
@@ -201,22 +195,9 @@ class Program:
                 for slot in leaves(template, _is_slot):
                     slot_of_id.setdefault(id(env[slot.index]), slot.index)
             if _arrays_are_inputs(args, slot_of_id, step.fixed):
-                fast = _Fast(first.kernel, plan.prepared, args, slot_of_id, step.fixed)
-        if fast is None:
-            step.store(dispatch.run(step.spec, **kwargs), env)
-            return None
-        try:
-            step.store(fast(env), env)
-        except MemoryError:
-            raise
-        except Exception:
-            step.store(dispatch.run(step.spec, **kwargs), env)
-            return None
-        return fast
-
-    def _slow(self, step, env):
-        kwargs = step.kwargs(env)
-        return step.numpy(**kwargs) if step.numpy is not None else dispatch.run(step.spec, **kwargs)
+                entry = _Planned(plan, args, slot_of_id, step.fixed)
+        step.store(plan.execute(args, True), env)
+        return entry
 
     # --- keys and devices ------------------------------------------------------------------------
     def _key(self, inputs, reg, engine):
@@ -240,6 +221,9 @@ class Program:
                     found.append((s, array))
             self.device_constants[engine] = found
         return found
+
+
+_FIRST = object()   # a node not planned yet for this signature
 
 
 def _last_uses(steps, kept) -> list:

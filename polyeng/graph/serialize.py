@@ -112,9 +112,8 @@ def save(graph, path) -> None:
 def load(path):
     """The graph saved at ``path`` by ``Graph.save``. ValueError for a file that is not a graph file,
     one written by a newer polyeng, or one naming ops this installation does not have."""
-    from ..engine.call import OPS
+    from ..ops.catalogue import lookup
     from .graph import Graph
-    from .numpy_nodes import RUN
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, IsADirectoryError) as exc:
@@ -133,7 +132,7 @@ def load(path):
         if not isinstance(version, int) or version > VERSION:
             raise ValueError(f"{path}: graph file format version {version!r} is newer than this polyeng reads "
                              f"(up to {VERSION}); upgrade polyeng to load it")
-        unknown = sorted({n["op"] for n in document["nodes"]} - set(OPS) - set(RUN))
+        unknown = sorted(op for op in {n["op"] for n in document["nodes"]} if not _known(op, lookup))
         if unknown:
             raise ValueError(f"{path}: the graph uses ops this installation does not have: {', '.join(unknown)}")
         constants = {}
@@ -161,3 +160,11 @@ def load(path):
                  nodes=nodes, constants=constants, output_structure=_decode(document["output_structure"]),
                  types=types, fn_name=document.get("name", "graph"),
                  leading_free=document.get("leading_free", True))
+
+
+def _known(op, lookup) -> bool:
+    try:
+        lookup(op)
+    except ValueError:
+        return False
+    return True

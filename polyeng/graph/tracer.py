@@ -94,9 +94,9 @@ class Tracer:
         return self._add_node(spec.name, args, result, meta)
 
     def numpy_node(self, op: str, **kwargs):
-        from .numpy_nodes import RUN
+        from ..ops.catalogue import host_spec
         args = self._template(kwargs)
-        result = RUN[op](**self._unwrapped(kwargs))
+        result = host_spec(op).function(**self._unwrapped(kwargs))
         meta = {}
         if op == "np.getitem":
             meta = _fixed_rows(kwargs["x"], kwargs["key"])

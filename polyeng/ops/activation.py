@@ -5,7 +5,7 @@ All take floating-point arrays; relu also takes integers. Special values are num
 PyTorch's: ``sqrt(-1)`` is NaN, ``exp(inf)`` inf, ``erf(±inf)`` ±1, ``relu(NaN)`` NaN.
 """
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -65,19 +65,39 @@ def _validate_relu(x):
     return {"x": x}
 
 
-def _spec(name, function, validate, category=Category.FOLLOW, min_elements=512):
-    return OpSpec(name=name, function=function, validate=validate, category=category,
+def _spec(name, function, validate, category=Category.FOLLOW, min_elements=512, **catalogue):
+    return OpSpec(name=name, function=function, validate=validate, category=category, chunking="elementwise",
                   prepare=check.like_input,
-                  recommend=_recommend.jit_from(min_elements), preference=_recommend.PREFERENCE)
+                  recommend=_recommend.jit_from(min_elements), preference=_recommend.PREFERENCE, **catalogue)
 
 
 # gelu's exact form is 3.5x BASIC's erf loop at 512 elements, the tanh form within 10%
-GELU = _spec("gelu", gelu, _validate_gelu)
+GELU = _spec("gelu", gelu, _validate_gelu,
+             example=lambda t, rng: ((t(6, 31),), {"approximate": "none"}),
+             zero_size=lambda z: ((z(0),), {}, (0,)), tolerance=8)
 # thresholds: where NUMBA overtook BASIC on f32 (NUMBA/BASIC speed just above and below)
-RELU = _spec("relu", relu, _validate_relu, min_elements=1 << 15)   # 1.36x at 2**15, 0.97x at 2**14
-SIGMOID = _spec("sigmoid", sigmoid, _float_validator("sigmoid"), min_elements=1 << 13)   # 1.04x, 0.89x
-TANH = _spec("tanh", tanh, _float_validator("tanh"), min_elements=1 << 16)   # 1.41x, 0.81x (numpy's is SIMD)
-EXP = _spec("exp", exp, _float_validator("exp"), Category.DENY, min_elements=1 << 16)   # 1.45x, 0.80x
-SQRT = _spec("sqrt", sqrt, _float_validator("sqrt"), min_elements=1 << 15)   # 1.07x, 0.83x
-ERF = _spec("erf", erf, _float_validator("erf"), Category.DENY, min_elements=64)   # 1.16x, 0.87x (no numpy erf)
+# 1.36x at 2**15, 0.97x at 2**14
+RELU = _spec("relu", relu, _validate_relu, min_elements=1 << 15,
+             example=lambda t, rng: ((t(6, 31),), {}),
+             zero_size=lambda z: ((z(0, 3),), {}, (0, 3)))
+# 1.04x, 0.89x
+SIGMOID = _spec("sigmoid", sigmoid, _float_validator("sigmoid"), min_elements=1 << 13,
+                example=lambda t, rng: ((t(6, 31),), {}),
+                zero_size=lambda z: ((z(2, 0),), {}, (2, 0)))
+# 1.41x, 0.81x (numpy's is SIMD)
+TANH = _spec("tanh", tanh, _float_validator("tanh"), min_elements=1 << 16,
+             example=lambda t, rng: ((t(6, 31),), {}),
+             zero_size=lambda z: ((z(0),), {}, (0,)))
+# 1.45x, 0.80x
+EXP = _spec("exp", exp, _float_validator("exp"), Category.DENY, min_elements=1 << 16,
+            example=lambda t, rng: ((t(6, 31),), {}),
+            zero_size=lambda z: ((z(0, 5),), {}, (0, 5)))
+# 1.07x, 0.83x
+SQRT = _spec("sqrt", sqrt, _float_validator("sqrt"), min_elements=1 << 15,
+             example=lambda t, rng: ((abs(t(6, 31)),), {}),
+             zero_size=lambda z: ((z(3, 0, 2),), {}, (3, 0, 2)))
+# 1.16x, 0.87x (no numpy erf)
+ERF = _spec("erf", erf, _float_validator("erf"), Category.DENY, min_elements=64,
+            example=lambda t, rng: ((t(6, 31),), {}),
+            zero_size=lambda z: ((z(0),), {}, (0,)))
 SPECS = [GELU, RELU, SIGMOID, TANH, EXP, SQRT, ERF]

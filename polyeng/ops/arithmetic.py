@@ -10,7 +10,8 @@ refused: numpy's bool arithmetic (``+`` is ``or``) is rarely what a model means.
 import numpy as np
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import Prepared
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -146,7 +147,7 @@ def result_dtype(op: str, first, second) -> np.dtype:
     return np.dtype(first) if first == second else dt.result_type(first, second)
 
 
-def _spec(name, function, validate, names, min_elements, category=Category.FOLLOW):
+def _spec(name, function, validate, names, min_elements, category=Category.FOLLOW, **catalogue):
     def prepare(args) -> Prepared:
         first, second = args[names[0]], args[names[1]]
         dtype = result_dtype(name, first.dtype, second.dtype)
@@ -156,14 +157,25 @@ def _spec(name, function, validate, names, min_elements, category=Category.FOLLO
                                               f"{names[1]} {check.shape_str(second.shape)}")
         return Prepared(shape, dtype)
     return OpSpec(name=name, function=function, validate=validate, prepare=prepare, category=category,
-                  recommend=_recommend.jit_from(min_elements), preference=_recommend.PREFERENCE)
+                  recommend=_recommend.jit_from(min_elements), preference=_recommend.PREFERENCE,
+                  chunking="elementwise", **catalogue)
 
 
 # NUMBA/BASIC on f32 of equal shapes: 1.0x at 2**18 elements, 1.05-1.17x at 2**19 (its parallel launch)
-ADD = _spec("add", add, _binary_validator("add"), ("a", "b"), 1 << 19)
-SUB = _spec("sub", sub, _binary_validator("sub"), ("a", "b"), 1 << 19)
-MUL = _spec("mul", mul, _binary_validator("mul"), ("a", "b"), 1 << 19)
-DIV = _spec("div", div, _binary_validator("div"), ("a", "b"), 1 << 19)
+ADD = _spec("add", add, _binary_validator("add"), ("a", "b"), 1 << 19,
+            example=lambda t, rng: ((t(2, 3, 8, 8), t(2, 3, 8, 8)), {}),
+            zero_size=lambda z: ((z(0, 3), z(1, 3)), {}, (0, 3)))
+SUB = _spec("sub", sub, _binary_validator("sub"), ("a", "b"), 1 << 19,
+            example=lambda t, rng: ((t(2, 3, 8, 8), t(1, 3, 1, 1)), {}),
+            zero_size=lambda z: ((z(2, 0), 1.5), {}, (2, 0)))
+MUL = _spec("mul", mul, _binary_validator("mul"), ("a", "b"), 1 << 19,
+            example=lambda t, rng: ((t(2, 3, 8, 8), t(1, 3, 1, 1)), {}),
+            zero_size=lambda z: ((z(0, 1), z(4)), {}, (0, 4)))
+DIV = _spec("div", div, _binary_validator("div"), ("a", "b"), 1 << 19,
+            example=lambda t, rng: ((t(4, 33), 8.0), {}),
+            zero_size=lambda z: ((z(3, 0), z(1)), {}, (3, 0)))
 # NUMBA/BASIC 0.75x at every size from 2**17 to 2**22 elements (numpy's powf is SIMD): BASIC throughout
-POW = _spec("pow", pow, _validate_pow, ("x", "exponent"), 1 << 24, Category.DENY)
+POW = _spec("pow", pow, _validate_pow, ("x", "exponent"), 1 << 24, Category.DENY,
+            example=lambda t, rng: ((abs(t(4, 33)), 1.5), {}),
+            zero_size=lambda z: ((z(0, 2), 2.0), {}, (0, 2)))
 SPECS = [ADD, SUB, MUL, DIV, POW]

@@ -1,6 +1,7 @@
 """cast: convert to a floating-point type with round-to-nearest-even."""
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import Prepared
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -24,5 +25,8 @@ def _validate(x, dtype):
 
 SPEC = OpSpec(name="cast", function=cast, validate=_validate, category=Category.FOLLOW,
               prepare=lambda args: Prepared(args["x"].shape, args["dtype"]), exact=True,
-              recommend=_recommend.jit_from(16384), preference=_recommend.PREFERENCE)
+              recommend=_recommend.jit_from(16384), preference=_recommend.PREFERENCE,
+              chunking="elementwise",
+              example=lambda t, rng: ((t(6, 31), "bfloat16"), {}),
+              zero_size=lambda z: ((z(0, 2), "f16"), {}, (0, 2)))
 SPECS = [SPEC]

@@ -2,7 +2,8 @@
 from collections.abc import Sequence
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import Prepared
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -59,5 +60,8 @@ SPEC = OpSpec(
     prepare=_prepare,
     exact=True,
     recommend=_recommend.jit_from(1 << 20), preference=_recommend.PREFERENCE,   # numba 1.09x BASIC at 1.6M elements, slower at 200k
+    chunking="concat",
+    example=lambda t, rng: (([t(2, 3, 5, 5), t(2, 4, 5, 5)],), {"axis": 1}),
+    zero_size=lambda z: (([z(0, 3), z(0, 2)],), {"axis": 1}, (0, 5)),
 )
 SPECS = [SPEC]

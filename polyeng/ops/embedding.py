@@ -2,7 +2,8 @@
 import numpy as np
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import Prepared
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -53,5 +54,8 @@ def _prepare(args) -> Prepared:
 SPEC = OpSpec(name="embedding", function=embedding, validate=_validate, category=Category.FOLLOW,
               prepare=_prepare, exact=True,
               # ids into a (512, 64) f32 table, both counted: NUMBA/BASIC 1.10x at 2**18, 0.92x at 2**17
-              recommend=_recommend.jit_from(1 << 18), preference=_recommend.PREFERENCE)
+              recommend=_recommend.jit_from(1 << 18), preference=_recommend.PREFERENCE,
+              chunking="embedding",
+              example=lambda t, rng: ((rng.integers(0, 50, (3, 7)), t(50, 16)), {}),
+              zero_size=lambda z: ((z(2, 0).astype("int64"), z(5, 3)), {}, (2, 0, 3)))
 SPECS = [SPEC]

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import Prepared
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
 from . import _recommend
@@ -232,6 +233,16 @@ def _prepare(args) -> Prepared:
     return Prepared(shape.output_shape, args["x"].dtype, geometry=shape)
 
 
+def _example(t, rng):
+    hidden, inp = 16, 12
+    params = [(t(4 * hidden, inp), t(4 * hidden, hidden), t(4 * hidden), t(4 * hidden)) for _ in range(2)]
+    return (t(7, 3, inp), params), {"bidirectional": True}
+
+
+def _zero_size(z):
+    return (z(5, 0, 4), [(z(8, 4), z(8, 2), z(8), z(8))]), {}, [(5, 0, 2), [(1, 0, 2), (1, 0, 2)]]
+
+
 SPEC = OpSpec(
     name="lstm",
     function=lstm,
@@ -239,5 +250,6 @@ SPEC = OpSpec(
     category=Category.ALLOW,
     prepare=_prepare,
     recommend=_recommend.jit_from(0), preference=_recommend.PREFERENCE,   # the fused step wins at every size measured
+    chunking="lstm", example=_example, zero_size=_zero_size, tolerance=64,
 )
 SPECS = [SPEC]

@@ -5,7 +5,7 @@ import numbers
 import numpy as np
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
 from . import _recommend
@@ -59,5 +59,9 @@ SPEC = OpSpec(
     category=Category.DENY,
     prepare=check.like_input,
     recommend=_recommend.jit_from(512), preference=_recommend.PREFERENCE,
+    chunking="layer_norm",
+    example=lambda t, rng: ((t(4, 6, 32), 32), {"weight": t(32), "bias": t(32)}),
+    zero_size=lambda z: ((z(0, 16), 16), {}, (0, 16)),
+    tolerance=32,
 )
 SPECS = [SPEC]

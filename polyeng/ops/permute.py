@@ -2,7 +2,8 @@
 import numpy as np
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import Prepared
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
 from . import _recommend
@@ -43,5 +44,8 @@ SPEC = OpSpec(
     prepare=_prepare,
     exact=True,
     recommend=_recommend.jit_from(1 << 22), preference=_recommend.PREFERENCE,   # numpy's strided copy ties numba at 3M elements
+    chunking="permute",
+    example=lambda t, rng: ((t(2, 5, 3, 7), (0, 2, 1, 3)), {}),
+    zero_size=lambda z: ((z(0, 3, 2), (2, 0, 1)), {}, (2, 0, 3)),
 )
 SPECS = [SPEC]

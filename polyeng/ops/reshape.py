@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import Prepared
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
 from . import _recommend
@@ -52,5 +53,8 @@ def target_shape(have, shape) -> tuple:
 SPEC = OpSpec(name="reshape", function=reshape, validate=_validate, category=Category.FOLLOW,
               prepare=lambda args: Prepared(args["shape"], args["x"].dtype), exact=True,
               # nothing to compute: numpy's reshape is the kernel on the host for every engine
-              recommend=_recommend.reference, preference=_recommend.PREFERENCE)
+              recommend=_recommend.reference, preference=_recommend.PREFERENCE,
+              chunking="reshape",
+              example=lambda t, rng: ((t(4, 6, 8), (4, 2, -1)), {}),
+              zero_size=lambda z: ((z(0, 3), (3, -1)), {}, (3, 0)))
 SPECS = [SPEC]

@@ -2,7 +2,8 @@
 import numpy as np
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared
+from ..engine.call import Prepared
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -84,5 +85,8 @@ SPEC = OpSpec(
     # NUMBA's serial kernel (outputs under 256 KB) lost to np.where on every size measured;
     # from 2**17 elements (a 256 KB f32 output) its parallel launch wins
     recommend=_recommend.jit_from(1 << 17), preference=_recommend.PREFERENCE,
+    chunking="elementwise",
+    example=lambda t, rng: ((rng.random((2, 3, 8, 8)) > 0.5, t(2, 3, 8, 8), t(1, 1, 1, 8)), {}),
+    zero_size=lambda z: ((z(0, 4).astype(bool), z(0, 4), z(1, 4)), {}, (0, 4)),
 )
 SPECS = [SPEC]

@@ -1,6 +1,6 @@
 """softmax and log_softmax along one axis (torch.softmax / torch.log_softmax)."""
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from . import _checks as check
 from . import _recommend
@@ -23,12 +23,15 @@ def _validator(op):
     return validate
 
 
-def _spec(name, function):
+def _spec(name, function, **catalogue):
     return OpSpec(name=name, function=function, validate=_validator(name), category=Category.DENY,
                   prepare=check.like_input,
-                  recommend=_recommend.jit_from(512), preference=_recommend.PREFERENCE)
+                  recommend=_recommend.jit_from(512), preference=_recommend.PREFERENCE,
+                  chunking="softmax", tolerance=16, **catalogue)
 
 
-SOFTMAX = _spec("softmax", softmax)
-LOG_SOFTMAX = _spec("log_softmax", log_softmax)
+SOFTMAX = _spec("softmax", softmax, example=lambda t, rng: ((t(4, 5, 33),), {"axis": -1}),
+                zero_size=lambda z: ((z(3, 0),), {"axis": 0}, (3, 0)))
+LOG_SOFTMAX = _spec("log_softmax", log_softmax, example=lambda t, rng: ((t(4, 5, 33),), {"axis": 1}),
+                    zero_size=lambda z: ((z(0, 4),), {}, (0, 4)))
 SPECS = [SOFTMAX, LOG_SOFTMAX]

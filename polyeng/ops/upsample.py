@@ -15,7 +15,8 @@ import numbers
 import numpy as np
 
 from ..engine.mixed_precision import Category
-from ..engine.call import OpSpec, Prepared, later
+from ..engine.call import Prepared, later
+from .catalogue import OpSpec
 from ..engine.dispatch import run
 from ..engine import dtypes as dt
 from . import _checks as check
@@ -306,6 +307,10 @@ UPSAMPLE_BILINEAR2D = OpSpec(
     prepare=_prepare_bilinear,
     category=Category.FOLLOW,
     recommend=_recommend.jit_from(4096), preference=_recommend.PREFERENCE,
+    chunking="upsample",
+    example=lambda t, rng: ((t(2, 3, 7, 9),), {"scale_factor": 2.0, "align_corners": False}),
+    zero_size=lambda z: ((z(0, 2, 3, 3),), {"size": 6}, (0, 2, 6, 6)),
+    tolerance=8,
 )
 
 UPSAMPLE_NEAREST = OpSpec(
@@ -316,6 +321,9 @@ UPSAMPLE_NEAREST = OpSpec(
     category=Category.FOLLOW,
     exact=True,
     recommend=_recommend.jit_from(16384), preference=_recommend.PREFERENCE,
+    chunking="upsample",
+    example=lambda t, rng: ((t(2, 3, 7, 9),), {"scale_factor": 2.0}),
+    zero_size=lambda z: ((z(2, 0, 3),), {"scale_factor": 2}, (2, 0, 6)),
 )
 
 SPECS = [UPSAMPLE_BILINEAR2D, UPSAMPLE_NEAREST]

@@ -86,8 +86,8 @@ def _announce(dispatcher) -> None:
         if family in _announced:
             return
         _announced.add(family)
-    from ...engine.call import OPS
-    ops = [spec.name for spec in OPS.values() if spec.family == family] or [family]
+    from ...engine.plugins import registry
+    ops = [spec.name for spec in registry().specs.values() if spec.family == family] or [family]
     cached = type(getattr(dispatcher, "_cache", None)).__name__ != "NullCache"
     notice_logger.info(f"compiling numba kernels for {', '.join(ops)}"
                        + (" (first use; cached on disk for later runs)" if cached else " (not cached on disk)"))

@@ -12,9 +12,6 @@ from ._devices import describe
 from ._tensor import OpenCLTensor, from_numpy, to_numpy
 
 NAME = "opencl"
-# Kernels that only move or convert bits (cast converts IEEE patterns with integer arithmetic):
-# float64 data needs no cl_khr_fp64 there, so they take it on any device.
-BITS_ONLY = {"concat", "permute_contiguous", "select", "upsample_nearest", "cast", "reshape", "embedding"}
 # ALLOW ops (matmul, linear, lstm): a bf16/f16/tf32 mode lets the dispatcher round f32 inputs
 # first, which it cannot do to device tensors, so their kernels compute f32 under such a mode
 # (which it allows); integer and bool products compute in their own type, bit for bit.
@@ -26,7 +23,9 @@ def _compute_types(spec):
 
 
 def _engine_rule(spec):
-    return None if spec.name in BITS_ONLY else _fp64_rejection
+    # exact ops only move or convert bits (cast converts IEEE patterns with integer arithmetic):
+    # float64 data needs no cl_khr_fp64 there, so they take it on any device
+    return None if spec.exact else _fp64_rejection
 
 
 def availability():

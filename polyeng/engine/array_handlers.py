@@ -1,0 +1,60 @@
+"""Where arrays of other libraries enter: one hook for op calls, ``explain`` and graph calls.
+
+An array handler takes over a call whose arguments hold one of its arrays (dask's lazy arrays:
+the call becomes a lazy task graph run through the selector on the workers). Handlers are
+declared by the module that defines their array type; the handler's own module is imported only
+once that library is, so an ordinary call pays one ``sys.modules`` look-up per library in
+``LIBRARIES`` until then, and a call with numpy arguments one scan of its arguments' types.
+
+A handler module defines ``claims(value) -> bool``, ``run_op(spec, kwargs)``,
+``placeholders(arguments)`` (stand-ins of the same shapes and dtypes, for ``explain``) and
+``run_graph(graph, args, kwargs)``.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import numpy as np
+
+# library module -> the polyeng module that handles its arrays
+HANDLERS = {"dask.array": "polyeng.dask.handler"}
+LIBRARIES = tuple(HANDLERS)   # callers test ``library in sys.modules`` for each before asking
+_loaded: dict = {}
+
+
+def _active() -> list:
+    found = []
+    for library, module in HANDLERS.items():
+        if library in sys.modules:
+            handler = _loaded.get(module)
+            if handler is None:
+                handler = _loaded[module] = importlib.import_module(module)
+            found.append(handler)
+    return found
+
+
+def handler_for(values):
+    """The handler claiming an array among ``values`` (a dict of arguments, or a list/tuple of
+    them; lists and tuples are looked into two levels deep, as lstm's params need), or None."""
+    handlers = _active()
+    if not handlers:
+        return None
+    for value in (values.values() if isinstance(values, dict) else values):
+        kind = type(value)
+        if kind is np.ndarray:
+            continue
+        for handler in handlers:
+            if _holds(handler, value, 2):
+                return handler
+    return None
+
+
+def _holds(handler, value, depth: int) -> bool:
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return depth > 0 and any(_holds(handler, item, depth - 1) for item in value)
+    if kind is dict:
+        return depth > 0 and any(_holds(handler, item, depth - 1) for item in value.values())
+    return kind is not np.ndarray and handler.claims(value)
+
