@@ -6,6 +6,15 @@ fixed dims is folded at load time, and plumbing on the model's named dims runs o
 run time. The graph runs on every engine, converts with ``polyeng.amp`` and saves with
 ``Graph.save``. See docs/onnx.md for the ops, their attributes and the limits.
 """
-from .loader import load, supported_ops
+from __future__ import annotations
 
 __all__ = ["load", "supported_ops"]
+
+
+def __getattr__(name: str):
+    # The loader and its converters import on first use: a saved graph's ``onnx.*`` nodes run
+    # through ``polyeng.onnx.host_ops`` alone, without them (and without the onnx package).
+    if name in __all__:
+        from . import loader
+        return getattr(loader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,7 @@
 Every ONNX value is one of:
 - ``const``: known at load time (an initializer, a Constant, or anything computed only from those);
 - ``host``: a small value computed at run time on the host from shapes (``Shape`` of a tensor whose
-  dims are named), by the ``onnx.*`` nodes of ``polyeng.graph.onnx_nodes``;
+  dims are named), by the ``onnx.*`` nodes of ``polyeng.onnx.host_ops``;
 - ``data``: a tensor computed by polyeng ops (on any engine, possibly a device tensor).
 
 A node whose inputs are all ``const`` runs at load time and its outputs become constants; that is
@@ -21,7 +21,12 @@ from ..engine import dispatch
 from ..engine.call import OPS
 from ..engine.settings import compute_eng
 from ..graph.ir import Node, Ref, leaves
-from ..graph.numpy_nodes import RUN as HOST_RUN
+from ..graph.numpy_nodes import getitem
+from . import host_ops
+
+# The host nodes an imported model holds, as they run (at load time too, on constants):
+# ``onnx.getitem`` is Slice or Gather with fixed indices, which is numpy indexing.
+HOST_RUN = {**host_ops.RUN, "onnx.getitem": getitem}
 
 
 class Unsupported(Exception):
@@ -190,4 +195,3 @@ def _flatten(out, result) -> list:
 
 def _shape(shape) -> tuple:
     return () if shape is None else tuple(shape)
-

@@ -5,6 +5,7 @@ import numpy as np
 
 from .builder import Unsupported, Val, const
 from .context import OnnxNode
+from .host_ops import resize_arguments
 
 # ONNX orders LSTM gates i, o, f, c; polyeng (as PyTorch) i, f, g, o with g ONNX's c.
 GATES_FROM_ONNX = (0, 2, 3, 1)
@@ -103,21 +104,6 @@ def resize(n: OnnxNode) -> None:
             raise Unsupported("coordinate_transformation_mode='pytorch_half_pixel' where an output dim may be "
                               "1 (fixed sizes that are not 1, or scales of 2 or more, are supported)")
     n.emit("upsample_bilinear2d", {"x": x, "size": size, "scale_factor": factor, "align_corners": align})
-
-
-def resize_arguments(shape, scales, sizes, error=ValueError):
-    """(scale_factor, size) for polyeng's upsample ops from Resize's scales or sizes, which may
-    not resize the batch or channel dim."""
-    if scales is not None:
-        scales = [float(s) for s in np.asarray(scales).reshape(-1)]
-        if scales[:2] != [1.0, 1.0]:
-            raise error(f"scales={scales} resize the batch or channel dim")
-        return tuple(scales[2:]), None
-    sizes = [int(s) for s in np.asarray(sizes).reshape(-1)]
-    for d, s in zip(shape[:2], sizes[:2]):
-        if type(d) is int and d != s:
-            raise error(f"sizes={sizes} resize the batch or channel dim")
-    return None, tuple(sizes[2:])
 
 
 def lstm(n: OnnxNode) -> None:

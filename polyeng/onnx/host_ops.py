@@ -5,6 +5,10 @@ Each runs on the host with numpy on small integer values, except the reshapes (`
 ``onnx.squeeze``, ``onnx.unsqueeze``, ``onnx.flatten``), which compute their target from the input's
 shape and then call ``polyeng.reshape``, so a device tensor stays on its device. They only move or
 relabel values: the mixed precision pass treats them as FOLLOW without a warning.
+
+This module is the run-time half of an imported model (the converters are the load-time half):
+a saved graph with ``onnx.*`` nodes runs through it, so it imports neither the ``onnx`` package
+nor the converters.
 """
 from __future__ import annotations
 
@@ -150,9 +154,23 @@ def flatten(x, axis=1):
     return _reshape(x, (int(np.prod(have[:axis], dtype=np.int64)), int(np.prod(have[axis:], dtype=np.int64))))
 
 
+def resize_arguments(shape, scales, sizes, error=ValueError):
+    """(scale_factor, size) for polyeng's upsample ops from Resize's scales or sizes, which may
+    not resize the batch or channel dim (the Resize converter asks the same at load time)."""
+    if scales is not None:
+        scales = [float(s) for s in np.asarray(scales).reshape(-1)]
+        if scales[:2] != [1.0, 1.0]:
+            raise error(f"scales={scales} resize the batch or channel dim")
+        return tuple(scales[2:]), None
+    sizes = [int(s) for s in np.asarray(sizes).reshape(-1)]
+    for d, s in zip(shape[:2], sizes[:2]):
+        if type(d) is int and d != s:
+            raise error(f"sizes={sizes} resize the batch or channel dim")
+    return None, tuple(sizes[2:])
+
+
 def resize(x, scales, sizes, mode, ctm):
     """Resize with scales or sizes known only at run time (computed from named dims)."""
-    from ..onnx.ops_nn import resize_arguments
     from ..ops import upsample_bilinear2d, upsample_nearest
     factor, size = resize_arguments(tuple(x.shape), None if scales is None else _host(scales),
                                     None if sizes is None else _host(sizes))
