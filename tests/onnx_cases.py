@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from onnx import TensorProto, checker, helper, numpy_helper, shape_inference
+from onnx import TensorProto, checker, defs, helper, numpy_helper, shape_inference
 
 F16, F32, F64, I32, I64, BOOL = np.float16, np.float32, np.float64, np.int32, np.int64, np.bool_
 INT64_MAX, INT64_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 RNG = np.random.default_rng(20240517)
+NEWEST_OPSET = defs.onnx_opset_version()   # polyeng reads opsets 13 up to this one
 
 
 @dataclass(frozen=True)
@@ -806,6 +807,6 @@ def _unique(cases):
 
 SUPPORTED = _unique(arithmetic() + activations() + matmuls() + pooling() + reduce_means() + resizes() + movement()
                     + lstms() + gathers() + plumbing() + composites() + composites(13) + composites(21)
-                    + zero_batch())
+                    + zero_batch() + (composites(NEWEST_OPSET) if NEWEST_OPSET > 21 else []))
 UNSUPPORTED = _unique(unsupported())
 EITHER = _unique(either())

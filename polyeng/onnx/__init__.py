@@ -4,11 +4,13 @@
 ``polyeng.graph.Graph``: each ONNX node becomes the polyeng op it maps to, shape plumbing on
 fixed dims is folded at load time, and plumbing on the model's named dims runs on the host at
 run time. The graph runs on every engine, converts with ``polyeng.amp`` and saves with
-``Graph.save``. See docs/onnx.md for the ops, their attributes and the limits.
+``Graph.save``. ``supported_ops()`` says which ops it converts at which opsets, ``fusions()``
+which exporter idioms it turns into one op. See docs/onnx.md for the ops, their attributes and
+the limits.
 """
 from __future__ import annotations
 
-__all__ = ["load", "supported_ops"]
+__all__ = ["load", "supported_ops", "fusions"]
 
 
 def __getattr__(name: str):

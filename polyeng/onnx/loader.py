@@ -1,21 +1,18 @@
 """``load``: an ONNX model to a polyeng Graph, node by node, with every unsupported node reported."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..graph.graph import Graph
 from ..graph.ir import Ref
 from . import model as onnx_model
-from . import ops_math, ops_nn, ops_shape, patterns
-import numpy as np
-
+from . import registry
+# The converter and fusion modules: each registers its functions with ``registry`` on import.
+from . import ops_math, ops_matmul, ops_nn, ops_shape, patterns  # noqa: F401
 from .builder import Builder, Unsupported, Val, const, unique
 from .context import OnnxNode
-
-CONVERTERS = {**ops_math.CONVERTERS, **ops_shape.CONVERTERS, **ops_nn.CONVERTERS}
-
-
-def supported_ops() -> list:
-    """The ONNX op types ``load`` converts (each with the attribute limits docs/onnx.md lists)."""
-    return sorted(CONVERTERS)
+from .fusion_graph import FusionGraph
+from .registry import fusions, supported_ops  # noqa: F401  (answered once the modules above registered)
 
 
 def load(model) -> Graph:
@@ -46,7 +43,8 @@ def load(model) -> Graph:
         inputs.append(b.input(vi.name, *found))
     names = _node_names(g.node)
     b.output_names = {vi.name for vi in g.output}
-    plan = patterns.Fusions(g.node, b)
+    versions = {e.domain: e.version for e in proto.opset_import} | {"": opset, "ai.onnx": opset}
+    plan = FusionGraph(g.node, b)
     problems = []
     for i, node in enumerate(g.node):
         if plan.skipped(i):
@@ -54,13 +52,8 @@ def load(model) -> Graph:
         n = OnnxNode(node, names[i], onnx_model.attributes(node), b, opset)
         b.current = n
         try:
-            if node.domain not in ("", "ai.onnx"):
-                raise Unsupported(f"an op of domain {node.domain!r} (polyeng runs the default ONNX domain)")
-            if not plan.fuse(i, n):
-                converter = CONVERTERS.get(node.op_type)
-                if converter is None:
-                    raise Unsupported("polyeng has no op for it")
-                converter(n)
+            if not any(fuse(plan, i, n) for fuse in registry.patterns(node.domain, node.op_type)):
+                registry.find(node.domain, node.op_type, versions.get(node.domain, 0))(n)
         except (Unsupported, ValueError, TypeError) as exc:   # TypeError, ValueError: an op refusing arguments
             problems.append(f"{node.op_type} {names[i]!r}: {exc}")
             _stand_in(n)
@@ -113,4 +106,3 @@ def _live(nodes, outputs) -> list:
             kept.append(node)
             needed.update(node.inputs)
     return kept[::-1]
-

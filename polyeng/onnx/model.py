@@ -8,12 +8,13 @@ int (fixed), a name (the model's dim_param, or one inference made up), or None (
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-MIN_OPSET, MAX_OPSET = 13, 21
+FIRST_OPSET = 13    # the oldest default-domain opset polyeng reads; the newest is onnx's own
 
 
 def _onnx():
@@ -54,6 +55,13 @@ def read(model):
     return proto
 
 
+@functools.cache
+def newest_opset() -> int:
+    """The newest default-domain opset the installed ``onnx`` package knows: the last one polyeng
+    reads (the converters' ranges say which ops changed form up to it)."""
+    return int(_onnx().defs.onnx_opset_version())
+
+
 def opset(proto) -> int:
     """The default-domain opset; ValueError outside the range polyeng reads."""
     version = None
@@ -62,8 +70,8 @@ def opset(proto) -> int:
             version = entry.version
     if version is None:
         raise ValueError("the model imports no opset of the default ONNX domain")
-    if not MIN_OPSET <= version <= MAX_OPSET:
-        raise ValueError(f"the model uses opset {version}; polyeng reads opsets {MIN_OPSET} to {MAX_OPSET} "
+    if not FIRST_OPSET <= version <= newest_opset():
+        raise ValueError(f"the model uses opset {version}; polyeng reads opsets {FIRST_OPSET} to {newest_opset()} "
                          f"(convert it with onnx.version_converter.convert_version)")
     return version
 

@@ -1,5 +1,11 @@
-"""ONNX ops that compute: elementwise arithmetic and activations, MatMul and Gemm, Softmax,
-LayerNormalization, Gelu, ReduceMean, Cast, Where, Concat and Transpose."""
+"""Converters of the ONNX ops that compute elementwise or along axes: arithmetic and activations,
+Softmax, LayerNormalization, Gelu, ReduceMean, GlobalAveragePool, Cast, Where, Concat and Transpose.
+
+Opsets past 21 changed none of these in a way that matters here: Cast (23, 24, 25, 28) and
+Transpose (23 to 25) only gained dtypes (4-bit, 2-bit and 6-bit types, float8e8m0). polyeng's
+ops refuse tensors of those as they refuse float8 ones; Cast refuses them as its target and
+converts from them on the host, which is exact.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +13,9 @@ import numpy as np
 from ..engine import dtypes as dt
 from .builder import Unsupported, Val, const
 from .context import OnnxNode, positive_axis
+from .registry import converter
 
-BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow"}
+BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
 UNARY = {"Sqrt": "sqrt", "Erf": "erf", "Tanh": "tanh", "Sigmoid": "sigmoid", "Relu": "relu", "Exp": "exp"}
 POLYENG_DTYPES = {np.dtype(d) for d in (np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32,
                                         np.int64, np.bool_)} | {np.dtype(dt.bfloat16)}
@@ -24,25 +31,33 @@ def _check_dtype(n: OnnxNode, *vals) -> None:
             raise Unsupported(f"dtype {np.dtype(v.dtype).name} is not one polyeng computes with")
 
 
+@converter("Add")
+@converter("Sub")
+@converter("Mul")
+@converter("Div")
 def binary(n: OnnxNode) -> None:
     a, b = n.need(0, "A"), n.need(1, "B")
     _check_dtype(n, a, b)
     op = BINARY[n.op_type]
     integer = np.dtype(a.dtype).kind in "iub"
-    if op == "pow":
-        if np.dtype(a.dtype).kind != "f":
-            raise Unsupported(f"Pow on {np.dtype(a.dtype).name}: polyeng's pow takes floats")
-        exponent = b
-        if b.is_const and np.dtype(b.dtype) != np.dtype(a.dtype):   # ONNX allows another exponent dtype
-            exponent = const(b.array.astype(a.dtype), name=b.name)
-        n.emit("pow", {"x": a, "exponent": exponent})
-        return
     if integer and (op == "div" or not _any_data(a, b)):
         known = _known_binary(op, a, b)
         n.emit("onnx.binary", {"a": a, "b": b, "op": op}, dtype=a.dtype, known=known)
         _settle(n)
         return
     n.emit(op, {"a": a, "b": b})
+
+
+@converter("Pow")
+def pow_(n: OnnxNode) -> None:
+    a, b = n.need(0, "A"), n.need(1, "B")
+    _check_dtype(n, a, b)
+    if np.dtype(a.dtype).kind != "f":
+        raise Unsupported(f"Pow on {np.dtype(a.dtype).name}: polyeng's pow takes floats")
+    exponent = b
+    if b.is_const and np.dtype(b.dtype) != np.dtype(a.dtype):   # ONNX allows another exponent dtype
+        exponent = const(b.array.astype(a.dtype), name=b.name)
+    n.emit("pow", {"x": a, "exponent": exponent})
 
 
 def _known_binary(op, a: Val, b: Val):
@@ -89,18 +104,27 @@ def _settle(n: OnnxNode, i: int = 0) -> None:
         n.set_const(i, array)
 
 
+@converter("Sqrt")
+@converter("Erf")
+@converter("Tanh")
+@converter("Sigmoid")
+@converter("Relu")
+@converter("Exp")
 def unary(n: OnnxNode) -> None:
     x = n.need(0, "X")
     _check_dtype(n, x)
     n.emit(UNARY[n.op_type], {"x": x})
 
 
+@converter("Softmax")
+@converter("LogSoftmax")
 def softmax(n: OnnxNode) -> None:
     x = n.need(0, "input")
     axis = positive_axis(int(n.attr("axis", -1)), x.rank) if x.rank is not None else int(n.attr("axis", -1))
     n.emit("softmax" if n.op_type == "Softmax" else "log_softmax", {"x": x, "axis": axis})
 
 
+@converter("Gelu", opsets=(20, None))   # the op is new in opset 20
 def gelu(n: OnnxNode) -> None:
     approximate = n.attr("approximate", "none")
     if approximate not in ("none", "tanh"):
@@ -108,6 +132,7 @@ def gelu(n: OnnxNode) -> None:
     n.emit("gelu", {"x": n.need(0, "X"), "approximate": approximate})
 
 
+@converter("LayerNormalization", opsets=(17, None))   # the op is new in opset 17
 def layer_norm(n: OnnxNode) -> None:
     x, scale, bias = n.need(0, "X"), n.need(1, "Scale"), n.val(2)
     if n.used(1) or n.used(2):
@@ -138,95 +163,27 @@ def _affine(v: Val, normalized: tuple, what: str) -> Val:
     return v
 
 
-def matmul(n: OnnxNode) -> None:
-    a, b = n.need(0, "A"), n.need(1, "B")
-    _check_dtype(n, a, b)
-    if b.is_const and b.array.ndim == 2 and not a.is_const and np.dtype(a.dtype).kind == "f" \
-            and a.dtype == b.dtype:
-        weight = const(np.ascontiguousarray(b.array.T), name=f"{b.name or n.name}.T")
-        n.emit("linear", {"x": a, "weight": weight, "bias": None})
-        return
-    n.emit("matmul", {"a": a, "b": b})
-
-
-def gemm(n: OnnxNode) -> None:
-    a, b, c = n.need(0, "A"), n.need(1, "B"), n.val(2)
-    _check_dtype(n, a, b, c)
-    alpha, beta = float(n.attr("alpha", 1.0)), float(n.attr("beta", 1.0))
-    trans_a, trans_b = int(n.attr("transA", 0)), int(n.attr("transB", 0))
-    dtype = np.dtype(a.dtype)
-    if dtype.kind != "f":
-        raise Unsupported(f"Gemm on {dtype.name}: polyeng's linear takes floats")
-    out_dtype, out_shape = n.out_type(0)
-    if trans_a:
-        (a,) = n.b.emit("permute_contiguous", {"x": a, "dims": (1, 0)},
-                        [(dtype, None if a.shape is None else tuple(reversed(a.shape)))], names=[f"{n.name}.A_t"])
-    bias = None
-    if c is not None and c.is_const:
-        columns = out_shape[1] if out_shape and len(out_shape) == 2 and type(out_shape[1]) is int else None
-        if b.is_const and b.array.ndim == 2:
-            columns = b.array.shape[0] if trans_b else b.array.shape[1]
-        flat = _as_bias(c.array, columns)
-        if flat is not None:
-            bias = const((flat * beta).astype(dtype) if beta != 1.0 else flat.astype(dtype), name=c.name)
-            c = None
-    if b.is_const:
-        weight = b.array if trans_b else b.array.T
-        if alpha != 1.0:
-            weight = weight * np.asarray(alpha, dtype=weight.dtype)
-        weight = const(np.ascontiguousarray(weight.astype(dtype)), name=f"{b.name or n.name}.weight")
-        last = c is None
-        y = n.b.emit("linear", {"x": a, "weight": weight, "bias": bias},
-                     [(out_dtype, out_shape)], names=[n.output_names[0] if last else f"{n.name}.AB"],
-                     node_name=n.name if last else None)[0]
-    else:
-        if trans_b:
-            (b,) = n.b.emit("permute_contiguous", {"x": b, "dims": (1, 0)},
-                            [(dtype, None if b.shape is None else tuple(reversed(b.shape)))], names=[f"{n.name}.B_t"])
-        (y,) = n.b.emit("matmul", {"a": a, "b": b}, [(out_dtype, out_shape)], names=[f"{n.name}.AB"])
-        if alpha != 1.0:
-            (y,) = n.b.emit("mul", {"a": y, "b": const(np.asarray(alpha, dtype))}, [(out_dtype, out_shape)],
-                            names=[f"{n.name}.alphaAB"])
-        if bias is not None:
-            c = bias
-            beta = 1.0
-    if c is not None:
-        if beta != 1.0:
-            if c.is_const:
-                c = const((c.array * beta).astype(dtype), name=c.name)
-            else:
-                (c,) = n.b.emit("mul", {"a": c, "b": const(np.asarray(beta, dtype))}, [(dtype, c.shape)],
-                                names=[f"{n.name}.betaC"])
-        n.emit("add", {"a": y, "b": c})
-        return
-    n.set(0, y)
-
-
-def _as_bias(c: np.ndarray, columns):
-    """C as a 1-D bias of ``columns`` values when it broadcasts along rows only, else None."""
-    if c.ndim == 0:
-        return None if columns is None else np.full(columns, c)
-    if c.ndim == 1 and (columns is None or c.shape[0] == columns):
-        return c
-    if c.ndim == 2 and c.shape[0] == 1 and (columns is None or c.shape[1] == columns):
-        return c[0]
-    return None
-
-
-def reduce_mean(n: OnnxNode) -> None:
+@converter("ReduceMean", opsets=(13, 17))
+def reduce_mean_axes_attribute(n: OnnxNode) -> None:
     x = n.need(0, "data")
+    axes = n.attr("axes")
+    _mean(n, x, None if axes is None else list(axes))
+
+
+@converter("ReduceMean", opsets=(18, None))   # axes became an input, and empty axes may mean "none"
+def reduce_mean_axes_input(n: OnnxNode) -> None:
+    x = n.need(0, "data")
+    axes = n.ints(1, "axes")
+    if not axes:
+        if int(n.attr("noop_with_empty_axes", 0)):
+            n.set(0, x)
+            return
+        axes = None
+    _mean(n, x, axes)
+
+
+def _mean(n: OnnxNode, x: Val, axes) -> None:
     keepdims = bool(int(n.attr("keepdims", 1)))
-    if n.opset >= 18:
-        axes = n.ints(1, "axes")
-        noop = int(n.attr("noop_with_empty_axes", 0))
-        if not axes:
-            if noop:
-                n.set(0, x)
-                return
-            axes = None
-    else:
-        axes = n.attr("axes")
-        axes = None if axes is None else list(axes)
     if axes is not None:
         axes = tuple(positive_axis(int(a), x.rank, "axes") for a in axes)
         if len(set(axes)) != len(axes):
@@ -236,6 +193,7 @@ def reduce_mean(n: OnnxNode) -> None:
     n.emit("mean", {"x": x, "axis": axes, "keepdims": keepdims})
 
 
+@converter("GlobalAveragePool")
 def global_average_pool(n: OnnxNode) -> None:
     x = n.need(0, "X")
     if x.rank is None or x.rank < 3:
@@ -243,6 +201,7 @@ def global_average_pool(n: OnnxNode) -> None:
     n.emit("mean", {"x": x, "axis": tuple(range(2, x.rank)), "keepdims": True})
 
 
+@converter("Cast")   # round_mode (opset 24) only rounds to float8e8m0, which is refused
 def cast(n: OnnxNode) -> None:
     import onnx
     x = n.need(0, "input")
@@ -259,6 +218,7 @@ def cast(n: OnnxNode) -> None:
     n.emit("onnx.astype", {"x": x, "dtype": to}, dtype=to, known=known)
 
 
+@converter("Where")
 def where(n: OnnxNode) -> None:
     cond, then, else_ = n.need(0, "condition"), n.need(1, "X"), n.need(2, "Y")
     if np.dtype(cond.dtype) != np.bool_:
@@ -286,6 +246,7 @@ def _condition_grows(cond: Val, then: Val, else_: Val) -> bool:
     return False
 
 
+@converter("Concat")
 def concat(n: OnnxNode) -> None:
     vals = [n.b.get(name) for name in n.input_names if name]
     if not vals:
@@ -304,6 +265,7 @@ def concat(n: OnnxNode) -> None:
     _settle(n)
 
 
+@converter("Transpose")
 def transpose(n: OnnxNode) -> None:
     x = n.need(0, "data")
     perm = n.attr("perm")
@@ -316,9 +278,3 @@ def transpose(n: OnnxNode) -> None:
         n.set(0, x)
         return
     n.emit("permute_contiguous", {"x": x, "dims": perm})
-
-
-CONVERTERS = {**{op: binary for op in BINARY}, **{op: unary for op in UNARY},
-              "Softmax": softmax, "LogSoftmax": softmax, "Gelu": gelu, "LayerNormalization": layer_norm,
-              "MatMul": matmul, "Gemm": gemm, "ReduceMean": reduce_mean, "GlobalAveragePool": global_average_pool,
-              "Cast": cast, "Where": where, "Concat": concat, "Transpose": transpose}

@@ -1,4 +1,5 @@
-"""Pooling, Resize and LSTM: the ONNX ops whose attributes map onto polyeng's PyTorch-style ops."""
+"""Converters of pooling, Resize and LSTM: the ONNX ops whose attributes map onto polyeng's
+PyTorch-style ops. Opset 22 only added bfloat16 to the pooling ops and LSTM."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,6 +7,7 @@ import numpy as np
 from .builder import Unsupported, Val, const
 from .context import OnnxNode
 from .host_ops import resize_arguments
+from .registry import converter
 
 # ONNX orders LSTM gates i, o, f, c; polyeng (as PyTorch) i, f, g, o with g ONNX's c.
 GATES_FROM_ONNX = (0, 2, 3, 1)
@@ -31,6 +33,7 @@ def _spatial(n: OnnxNode, x: Val) -> int:
     return x.rank - 2
 
 
+@converter("MaxPool")
 def max_pool(n: OnnxNode) -> None:
     x = n.need(0, "X")
     spatial = _spatial(n, x)
@@ -44,6 +47,7 @@ def max_pool(n: OnnxNode) -> None:
     n.emit("max_pool2d" if spatial == 2 else "max_pool3d", args)
 
 
+@converter("AveragePool")
 def average_pool(n: OnnxNode) -> None:
     x = n.need(0, "X")
     spatial = _spatial(n, x)
@@ -55,6 +59,9 @@ def average_pool(n: OnnxNode) -> None:
     n.emit("avg_pool2d" if spatial == 2 else "avg_pool3d", args)
 
 
+# One converter for every opset: scales and sizes are inputs throughout, and what opsets 18 and 19
+# added (antialias, axes, keep_aspect_ratio_policy, half_pixel_symmetric) is refused unless inert.
+@converter("Resize")
 def resize(n: OnnxNode) -> None:
     x = n.need(0, "X")
     mode = n.attr("mode", "nearest")
@@ -106,6 +113,7 @@ def resize(n: OnnxNode) -> None:
     n.emit("upsample_bilinear2d", {"x": x, "size": size, "scale_factor": factor, "align_corners": align})
 
 
+@converter("LSTM")
 def lstm(n: OnnxNode) -> None:
     x = n.need(0, "X")
     W, R = n.const(1, "W"), n.const(2, "R")
@@ -220,6 +228,3 @@ def _lstm_shapes(n: OnnxNode, x: Val, layout: int, dirs: int, hidden: int):
     first, second = x.shape[0], x.shape[1]
     batch = second if not layout else first
     return (first, second, dirs * hidden), (dirs, batch, hidden)
-
-
-CONVERTERS = {"MaxPool": max_pool, "AveragePool": average_pool, "Resize": resize, "LSTM": lstm}

@@ -4,16 +4,23 @@ Reshape, Flatten, Expand, ConstantOfShape and Range.
 Where the values these compute are fixed at load time they fold into constants; where they depend
 on named dims they stay as ``onnx.*`` host nodes. On data tensors, reshapes with a fixed target are
 polyeng ``reshape`` nodes (the device keeps the tensor), slicing with fixed bounds an indexing node.
+
+Past opset 21 these ops only gained dtypes (4-bit and 2-bit types, float8e8m0, which polyeng's
+ops refuse as they refuse float8), except Range, whose opset 27 adds float16 and bfloat16 with
+a ``stash_type``.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..engine import dtypes as dt
 from .builder import Unsupported, Val, const
 from .context import OnnxNode, positive_axis
 from .ops_math import _settle
+from .registry import converter
 
 
+@converter("Constant")
 def constant(n: OnnxNode) -> None:
     attrs = n.attrs
     if "value" in attrs:
@@ -31,10 +38,12 @@ def constant(n: OnnxNode) -> None:
                           f"tensors are not supported)")
 
 
+@converter("Identity")
 def identity(n: OnnxNode) -> None:
     n.set(0, n.need(0, "input"))
 
 
+@converter("Shape")
 def shape(n: OnnxNode) -> None:
     x = n.need(0, "data")
     start, end = int(n.attr("start", 0)), n.attr("end")
@@ -50,6 +59,7 @@ def shape(n: OnnxNode) -> None:
            dtype=np.int64, known=known)
 
 
+@converter("Gather")
 def gather(n: OnnxNode) -> None:
     data, indices = n.need(0, "data"), n.need(1, "indices")
     axis = int(n.attr("axis", 0))
@@ -77,6 +87,7 @@ def gather(n: OnnxNode) -> None:
     _settle(n)
 
 
+@converter("Slice")
 def slice_(n: OnnxNode) -> None:
     data = n.need(0, "data")
     inputs = {name: n.val(i) for i, name in enumerate(("data", "starts", "ends", "axes", "steps"))}
@@ -121,6 +132,7 @@ def _axes_input(n: OnnxNode, what="axes"):
     return None if axes is None else [int(a) for a in axes]
 
 
+@converter("Unsqueeze")
 def unsqueeze(n: OnnxNode) -> None:
     x = n.need(0, "data")
     axes = _axes_input(n)
@@ -141,6 +153,7 @@ def unsqueeze(n: OnnxNode) -> None:
     _settle(n)
 
 
+@converter("Squeeze")
 def squeeze(n: OnnxNode) -> None:
     x = n.need(0, "data")
     axes = _axes_input(n)
@@ -162,6 +175,7 @@ def squeeze(n: OnnxNode) -> None:
     _settle(n)
 
 
+@converter("Reshape")
 def reshape(n: OnnxNode) -> None:
     x, target = n.need(0, "data"), n.need(1, "shape")
     allowzero = int(n.attr("allowzero", 0))
@@ -178,6 +192,7 @@ def reshape(n: OnnxNode) -> None:
     n.emit("onnx.reshape", {"x": x, "shape": target, "allowzero": allowzero}, dtype=x.dtype)
 
 
+@converter("Flatten")
 def flatten(n: OnnxNode) -> None:
     x = n.need(0, "input")
     axis = int(n.attr("axis", 1))
@@ -196,12 +211,14 @@ def flatten(n: OnnxNode) -> None:
     n.emit("onnx.flatten", {"x": x, "axis": axis}, dtype=x.dtype)
 
 
+@converter("Expand")
 def expand(n: OnnxNode) -> None:
     x, target = n.need(0, "input"), n.need(1, "shape")
     kind = "host" if x.kind != "data" and np.dtype(x.dtype).kind in "iub" else "data"
     n.emit("onnx.expand", {"x": x, "shape": target}, dtype=x.dtype, zero=x.zero, kind=kind)
 
 
+@converter("ConstantOfShape")
 def constant_of_shape(n: OnnxNode) -> None:
     target = n.need(0, "input")
     value = n.attr("value")
@@ -211,11 +228,11 @@ def constant_of_shape(n: OnnxNode) -> None:
            zero=not value.any(), kind="data")
 
 
+@converter("Range")
 def range_(n: OnnxNode) -> None:
     start, limit, delta = n.need(0, "start"), n.need(1, "limit"), n.need(2, "delta")
+    if np.dtype(start.dtype) in (np.dtype(np.float16), np.dtype(dt.bfloat16)):
+        # opset 27's stash_type 1 computes in float32 and rounds once, as the host's wider arithmetic does;
+        # any other stash_type would compute in the 16-bit type itself
+        n.refuse_attrs(stash_type=1)
     n.emit("onnx.range", {"start": start, "limit": limit, "delta": delta}, dtype=start.dtype)
-
-
-CONVERTERS = {"Constant": constant, "Identity": identity, "Shape": shape, "Gather": gather, "Slice": slice_,
-              "Unsqueeze": unsqueeze, "Squeeze": squeeze, "Reshape": reshape, "Flatten": flatten,
-              "Expand": expand, "ConstantOfShape": constant_of_shape, "Range": range_}
