@@ -223,3 +223,18 @@ def result_type(op: str, args: dict, dtype) -> np.dtype:
     if op == "onnx.constant_of_shape":
         return np.asarray(args["value"]).dtype
     return np.dtype(dtype)
+
+
+def _registered() -> None:
+    """Each ``onnx.*`` function as a host op of the catalogue: they only move, relabel or compute
+    shapes, FOLLOW by nature, so the mixed precision pass needs no rule for them (``onnx.getitem``
+    is Slice or Gather with fixed indices)."""
+    from ..engine.mixed_precision import Category
+    from ..graph.numpy_nodes import getitem
+    from ..ops.catalogue import OpSpec, register_host
+    for name, function in {**RUN, "onnx.getitem": getitem}.items():
+        register_host(OpSpec(name=name, function=function, host=True, category=Category.FOLLOW,
+                             result_type=lambda args, dtype, op=name: result_type(op, args, dtype)))
+
+
+_registered()
