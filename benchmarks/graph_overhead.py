@@ -38,7 +38,11 @@ def chain(x):
 def _kernel_loop(graph, x):
     """A function calling each node's kernel with its arguments prepared in advance."""
     program = graph._compiled()
-    env = program.run([x])
+    released, program.released = program.released, [[] for _ in program.steps]
+    try:   # every value kept, so each node's arguments can be read after the run
+        env = program.run([x])
+    finally:
+        program.released = released
     plan = next(iter(program.plans.values()))
     calls = []
     for entry in plan:

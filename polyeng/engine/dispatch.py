@@ -90,7 +90,8 @@ class BoundPlan:
     calls and graph nodes alike: convert under fp math -> run the kernel -> check its result ->
     record (verbose) -> fall back when the kernel fails."""
 
-    __slots__ = ("spec", "registry", "decision", "prepared", "mode", "first", "fallbacks", "direct", "cached")
+    __slots__ = ("spec", "registry", "decision", "prepared", "mode", "first", "fallbacks", "direct", "cached",
+                 "kernel_fn", "takes_prepared")
 
     def __init__(self, spec: OpSpec, reg, decision: Decision, prepared, mode: str, first: plan_cache.Step):
         self.spec, self.registry = spec, reg
@@ -102,20 +103,23 @@ class BoundPlan:
         # the chosen kernel takes the validated arguments as they are: no conversion, no transfer
         self.direct = not (first.to_host or first.convert)
         self.cached = False           # kept in the registry's decision cache for its call signature
+        self.kernel_fn, self.takes_prepared = first.kernel.fn, first.kernel.prepared
 
-    def execute(self, args: dict, quiet: bool = False):
+    def execute(self, args: dict, quiet: bool = False, level=None):
         """Run the validated ``args``. ``quiet``: numpy's floating-point warnings are already off in
-        this context (a graph run turns them off once for all its nodes)."""
-        level = verbose.level()
+        this context; ``level``: the verbose level, when the caller read it already (a graph run
+        does both once for all its nodes)."""
+        if level is None:
+            level = verbose.level()
         if self.direct and not level:   # the common case, with nothing to convert, move or record
-            kernel, prepared = self.first.kernel, self.prepared
+            prepared = self.prepared
             try:
                 if not quiet:
-                    result = _call_quietly(kernel, prepared, args)
-                elif kernel.prepared:
-                    result = kernel.fn(prepared, **args)
+                    result = _call_quietly(self.first.kernel, prepared, args)
+                elif self.takes_prepared:
+                    result = self.kernel_fn(prepared, **args)
                 else:
-                    result = kernel.fn(**args)
+                    result = self.kernel_fn(**args)
                 if type(result) is not np.ndarray or result.dtype != prepared.dtype or result.shape != prepared.shape:
                     result = _checked_result(result, prepared)
                 return result

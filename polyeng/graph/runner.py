@@ -23,7 +23,7 @@ import threading
 
 import numpy as np
 
-from ..engine import dispatch, mixed_precision
+from ..engine import dispatch, mixed_precision, verbose
 from ..engine import fpmath
 from ..engine.call import map_arrays
 from ..engine.plan_cache import _Uncacheable, _signature
@@ -39,7 +39,7 @@ class _Step:
     """A node compiled against the graph's value slots."""
 
     __slots__ = ("node", "spec", "host", "fixed", "simple", "nested", "out_slots", "out", "batch_relative",
-                 "rows")
+                 "rows", "single")
 
     def __init__(self, node, slot):
         self.node = node
@@ -48,6 +48,8 @@ class _Step:
         self.fixed, self.simple, self.nested = _split(node.args, slot)
         self.out_slots = [slot[name] for name in node.outputs]
         self.out = node.out
+        # the slot of the node's one result (most nodes), else None: results stored by ``store``
+        self.single = self.out_slots[0] if len(self.out_slots) == 1 and self.out == 0 else None
         self.batch_relative = bool(node.meta.get("batch_relative"))
         self.rows = node.meta.get("rows")
 
@@ -83,8 +85,9 @@ class _Step:
 
 
 class _Planned:
-    """A node's bound plan with its arguments as value slots, for runs with the signature it was
-    planned for (validation returned the node's values unchanged, so it is skipped)."""
+    """A node's bound plan (its ``execute``) with its arguments as value slots, for runs with the
+    signature it was planned for (validation returned the node's values unchanged, so it is
+    skipped). ``Program._walk`` executes it."""
 
     __slots__ = ("execute", "fixed", "simple", "nested")
 
@@ -102,9 +105,6 @@ class _Planned:
                 self.nested.append((name, template))
             else:
                 self.fixed[name] = value
-
-    def __call__(self, env):
-        return self.execute(_arguments(self.fixed, self.simple, self.nested, env), True)
 
 
 class Program:
@@ -162,24 +162,32 @@ class Program:
         """Run every node in order: a planned node through its bound plan, a host op by calling it,
         any other node the ordinary way. A first run (entries ``_FIRST``) fills in each node's
         entry for the next run with this signature."""
-        for i, (step, entry, dead) in enumerate(zip(self.steps, entries, self.released)):
-            if entry is not None and entry is not _FIRST:
-                step.store(entry(env), env)
+        level = verbose.level()   # read once a run: no node changes it
+        i = -1
+        for step, entry, dead in zip(self.steps, entries, self.released):
+            i += 1
+            if entry is not None and entry is not _FIRST:   # planned: its bound plan, no validation
+                result = entry.execute(_arguments(entry.fixed, entry.simple, entry.nested, env), True, level)
+                if step.single is not None:
+                    env[step.single] = result
+                else:
+                    step.store(result, env)
             else:
                 kwargs = step.kwargs(env)
                 if observe is not None:
                     observe(step, kwargs)
                 if step.host is not None:
                     step.store(step.host(**kwargs), env)
-                    entries[i] = None if entry is _FIRST else entry
+                    if entry is _FIRST:
+                        entries[i] = None
                 elif entry is _FIRST:
-                    entries[i] = self._plan_and_run(step, kwargs, env, reg)
+                    entries[i] = self._plan_and_run(step, kwargs, env, reg, level)
                 else:
                     step.store(dispatch.run(step.spec, **kwargs), env)
             for s in dead:
                 env[s] = None
 
-    def _plan_and_run(self, step, kwargs, env, reg):
+    def _plan_and_run(self, step, kwargs, env, reg, level):
         """Run a node the ordinary way (validate, plan, execute) and return its planned entry, or
         None when later runs must validate again (validation made new arrays, or the plan is not
         one the decision cache keeps)."""
@@ -196,7 +204,7 @@ class Program:
                     slot_of_id.setdefault(id(env[slot.index]), slot.index)
             if _arrays_are_inputs(args, slot_of_id, step.fixed):
                 entry = _Planned(plan, args, slot_of_id, step.fixed)
-        step.store(plan.execute(args, True), env)
+        step.store(plan.execute(args, True, level), env)
         return entry
 
     # --- keys and devices ------------------------------------------------------------------------
