@@ -2,7 +2,7 @@
 converted to mixed precision ahead of time (``polyeng.amp``), saved and loaded (SPEC §6)."""
 from .graph import Graph
 from .ir import Node, Value
-from .serialize import load
+from .deserialize import load
 from .tracer import trace
 
 __all__ = ["Graph", "Node", "Value", "load", "trace"]

@@ -8,7 +8,6 @@ import numpy as np
 from ..engine import dtypes as dt
 from ..engine import array_handlers
 from ..engine.plugins import registry
-from ..engine.call import map_arrays
 from .ir import Ref, Value, fill, ref_names
 
 
