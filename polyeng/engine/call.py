@@ -104,9 +104,3 @@ def map_arrays(value, fn, is_leaf=_is_numpy):
         return {k: map_arrays(v, fn, is_leaf) for k, v in value.items()}
     return value
 
-
-def __getattr__(name):   # the op table moved to polyeng.ops.catalogue; kept readable here for old imports
-    if name == "OPS":
-        from ..ops.catalogue import specs
-        return specs()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,15 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import dispatch
-from ..engine.call import OPS
 from ..engine.settings import compute_eng
 from ..graph.ir import Node, Ref, leaves
-from ..graph.numpy_nodes import getitem
-from . import host_ops
+from ..ops import catalogue
 
 # The host nodes an imported model holds, as they run (at load time too, on constants):
 # ``onnx.getitem`` is Slice or Gather with fixed indices, which is numpy indexing.
-HOST_RUN = {**host_ops.RUN, "onnx.getitem": getitem}
 
 
 class Unsupported(Exception):
@@ -121,15 +118,16 @@ class Builder:
         runs now and its outputs are constants. ``kind`` defaults to "host" for ``onnx.*`` nodes
         and "data" for polyeng ops.
         """
-        if op in OPS:
+        spec = catalogue.lookup(op, "node op")
+        if not spec.host:
             args = _with_defaults(op, args)
         vals = leaves(args, _is_val)
-        if vals and all(v.is_const for v in vals) and (op in OPS or op in HOST_RUN):
+        if vals and all(v.is_const for v in vals):
             result = self._run_now(op, args)
             results = [result] if out == 0 else _flatten(out, result)
             return [const(r, name=(names[i] if names else None)) for i, r in enumerate(results)]
         if kind is None:
-            kind = "host" if op in HOST_RUN else "data"
+            kind = "host" if spec.host else "data"
         onnx_node = self.current
         base = names or [f"{onnx_node.name}.{i}" for i in range(len(types))]
         out_names = [self.fresh(n) for n in base]
@@ -145,10 +143,11 @@ class Builder:
 
     def _run_now(self, op, args):
         concrete = fill_vals(args, lambda v: v.array)
-        if op in HOST_RUN:
-            return np.asarray(HOST_RUN[op](**concrete))
+        spec = catalogue.lookup(op)
+        if spec.host:
+            return np.asarray(spec.function(**concrete))
         with compute_eng("basic"):
-            result = dispatch.run(OPS[op], **concrete)
+            result = dispatch.run(spec, **concrete)
         return result
 
 
@@ -165,7 +164,7 @@ def unique(base: str, taken: set, sep: str = ".") -> str:
 def _with_defaults(op: str, args: dict) -> dict:
     """Every parameter of the op, as a traced call records them (defaults filled in)."""
     import inspect
-    bound = inspect.signature(OPS[op].function).bind(**args)
+    bound = inspect.signature(catalogue.lookup(op).function).bind(**args)
     bound.apply_defaults()
     return dict(bound.arguments)
 
