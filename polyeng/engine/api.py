@@ -51,3 +51,18 @@ def to_numpy(t) -> np.ndarray:
         raise TypeError(f"t={reprlib.repr(t)} ({type(t).__name__}) is not a tensor; expected a device tensor, "
                         f"a numpy array or a numeric array-like")
     return array
+
+
+def call_op(name: str, *args, **kwargs):
+    """The op called ``name`` (from the op catalogue) called with these arguments: how engine code
+    that is not an op (a device tensor's methods) runs an op without importing the ops."""
+    from ..ops.catalogue import lookup
+    return lookup(name).function(*args, **kwargs)
+
+
+def host_array(x) -> np.ndarray:
+    """``x`` as a numpy array on the host: numpy arrays as they are (numpy scalars as 0-d arrays),
+    device tensors brought back by their engine."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return np.asarray(x)
+    return to_numpy(x)

@@ -52,14 +52,18 @@ class OpenCLTensor:
 
     def reshape(self, *shape) -> "OpenCLTensor":
         """This tensor with another shape (numpy's rule: ints or one tuple, at most one -1) over
-        the same buffer: the data is C-contiguous, so no copy and no kernel. ValueError naming
-        the shape when it cannot hold exactly this tensor's elements."""
-        from ...ops.reshape import target_shape
+        the same buffer: the data is C-contiguous, so no copy and no kernel. It is
+        ``polyeng.reshape``, so a shape that cannot hold exactly this tensor's elements is the
+        op's ValueError naming it."""
+        from ...engine.api import call_op
         if not shape:
             raise TypeError("reshape() takes a shape: ints or one tuple of ints")
-        dims = target_shape(self.shape, shape[0] if len(shape) == 1 else shape)
+        return call_op("reshape", self, shape[0] if len(shape) == 1 else shape)
+
+    def with_shape(self, dims: tuple) -> "OpenCLTensor":
+        """This tensor's buffer under ``dims``, which hold exactly its elements (checked by the caller)."""
         host = self.host.reshape(dims) if self.host is not None else None
-        return OpenCLTensor(self.buffer, dims, self.dtype, host=host)
+        return OpenCLTensor(self.buffer, tuple(dims), self.dtype, host=host)
 
     def __getitem__(self, key) -> "OpenCLTensor":
         """Rows of the leading axis, copied on the device: ``t[i]`` and ``t[a:b]`` (step 1), each
@@ -99,9 +103,10 @@ class OpenCLTensor:
         ``permute_contiguous`` on the OPENCL engine."""
         if self.ndim < 2:
             return self
-        import polyeng
-        with polyeng.compute_eng("opencl", fallback=False):
-            return polyeng.permute_contiguous(self, tuple(range(self.ndim - 1, -1, -1)))
+        from ...engine.api import call_op
+        from ...engine.settings import compute_eng
+        with compute_eng("opencl", fallback=False):
+            return call_op("permute_contiguous", self, tuple(range(self.ndim - 1, -1, -1)))
 
     def __array__(self, dtype=None, copy=None):
         array = to_numpy(self)
