@@ -118,3 +118,27 @@ def fill(template, lookup):
 
 def type_text(dtype, shape) -> str:
     return f"{dt.short_name(np.dtype(dtype))}{list(shape)}"
+
+
+def unique(base: str, taken: set, sep: str = ".") -> str:
+    """``base``, or ``base`` with the first free ``<sep>1``, ``<sep>2``... suffix; added to ``taken``."""
+    name, i = base, 1
+    while name in taken:
+        name, i = f"{base}{sep}{i}", i + 1
+    taken.add(name)
+    return name
+
+
+def by_output_index(out, result) -> list:
+    """[(output index, value)] for a node's ``result`` shaped like its ``out`` template (an index,
+    or nested lists and tuples of indices, as ops with several results return them)."""
+    found = []
+
+    def walk(index, value):
+        if isinstance(index, int) and not isinstance(index, bool):
+            found.append((index, value))
+        elif isinstance(index, (list, tuple)):
+            for i, v in zip(index, value):
+                walk(i, v)
+    walk(out, result)
+    return found

@@ -8,14 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import dtypes as dt
+from ..engine.api import host_array as _host
 from ..ops.catalogue import OpSpec, register_host
-
-
-def _host(x):
-    if isinstance(x, (np.ndarray, np.generic)):
-        return x
-    from ..engine.api import to_numpy
-    return to_numpy(x)
 
 
 def getitem(x, key):

@@ -30,7 +30,7 @@ from ..engine.plan_cache import _Uncacheable, _signature
 from ..engine.plugins import registry
 from ..engine.settings import current_scope
 from ..ops.catalogue import lookup as op_spec
-from .ir import Ref, contains_ref, fill, leaves
+from .ir import Ref, by_output_index, contains_ref, fill, leaves
 
 MAX_PLANS = 64
 
@@ -71,16 +71,7 @@ class _Step:
         if len(self.out_slots) == 1 and self.out == 0:
             env[self.out_slots[0]] = result
             return
-        leaves = []
-
-        def collect(index, value):
-            if isinstance(index, int) and not isinstance(index, bool):
-                leaves.append((index, value))
-            elif isinstance(index, (list, tuple)):
-                for i, v in zip(index, value):
-                    collect(i, v)
-        collect(self.out, result)
-        for index, value in leaves:
+        for index, value in by_output_index(self.out, result):
             env[self.out_slots[index]] = value
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..engine import trace_hook
 from ..engine.call import map_arrays
 from ..engine.plugins import registry
-from .ir import Node, Ref, Value, leaves
+from .ir import Node, Ref, Value, leaves, unique
 from .traced import Traced
 
 
@@ -63,9 +63,7 @@ class Tracer:
         host = to_numpy(array)
         stored = np.array(host, copy=True)   # later changes to the caller's array do not reach the graph
         stored.flags.writeable = False
-        name = self._known_names.get(id(array)) or self._fresh("c")
-        while name in self.types:
-            name += "'"
+        name = unique(self._known_names.get(id(array)) or self._fresh("c"), set(self.types), "'")
         self.constants[name] = stored
         self.types[name] = (stored.dtype, stored.shape)
         self._by_id[id(array)] = (array, name)
@@ -258,9 +256,7 @@ def trace(fn, *example_inputs, **example_kwargs):
 
 def _unique(name: str, taken) -> str:
     name = "".join(c if c.isalnum() or c in "_.[]" else "_" for c in name) or "input"
-    while name in taken:
-        name += "'"
-    return name
+    return unique(name, set(taken), "'")
 
 
 def _input_names(fn, args, kwargs) -> list:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..engine import dispatch
 from ..engine.settings import compute_eng
-from ..graph.ir import Node, Ref, leaves
+from ..graph.ir import Node, Ref, by_output_index, leaves, unique
 from ..ops import catalogue
 
 # The host nodes an imported model holds, as they run (at load time too, on constants):
@@ -152,15 +152,6 @@ class Builder:
 
 
 
-def unique(base: str, taken: set, sep: str = ".") -> str:
-    """``base``, or ``base`` with the first free ``<sep>1``, ``<sep>2``... suffix; added to ``taken``."""
-    name, i = base, 1
-    while name in taken:
-        name, i = f"{base}{sep}{i}", i + 1
-    taken.add(name)
-    return name
-
-
 def _with_defaults(op: str, args: dict) -> dict:
     """Every parameter of the op, as a traced call records them (defaults filled in)."""
     import inspect
@@ -180,16 +171,7 @@ def fill_vals(template, fn):
 
 
 def _flatten(out, result) -> list:
-    found = []
-
-    def walk(index, value):
-        if isinstance(index, int) and not isinstance(index, bool):
-            found.append((index, value))
-        else:
-            for i, v in zip(index, value):
-                walk(i, v)
-    walk(out, result)
-    return [np.asarray(v) for _, v in sorted(found, key=lambda p: p[0])]
+    return [np.asarray(v) for _, v in sorted(by_output_index(out, result), key=lambda p: p[0])]
 
 
 def _shape(shape) -> tuple:

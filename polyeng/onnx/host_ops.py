@@ -15,13 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import dtypes as dt
-
-
-def _host(x):
-    if isinstance(x, (np.ndarray, np.generic)):
-        return np.asarray(x)
-    from ..engine.api import to_numpy
-    return to_numpy(x)
+from ..engine.api import host_array as _host
 
 
 def _ints(value) -> list:

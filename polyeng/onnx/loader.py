@@ -9,7 +9,8 @@ from . import model as onnx_model
 from . import registry
 # The converter and fusion modules: each registers its functions with ``registry`` on import.
 from . import ops_math, ops_matmul, ops_nn, ops_shape, patterns  # noqa: F401
-from .builder import Builder, Unsupported, Val, const, unique
+from ..graph.ir import unique
+from .builder import Builder, Unsupported, Val, const
 from .context import OnnxNode
 from .fusion_graph import FusionGraph
 from .registry import fusions, supported_ops  # noqa: F401  (answered once the modules above registered)
