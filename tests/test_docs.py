@@ -20,3 +20,12 @@ def test_doc_examples_run(path, capsys):
             exec(compile(block, f"{path.name}[block {i}]", "exec"), namespace)
         except Exception as exc:
             pytest.fail(f"{path.name} block {i} raised {type(exc).__name__}: {exc}\n{block}")
+
+
+@pytest.mark.parametrize("path", [ROOT / "docs" / "ops.md", ROOT / "README.md"], ids=lambda p: p.name)
+def test_op_tables_name_every_op_of_the_catalogue(path):
+    """The op tables are written by hand; the catalogue is the truth they must keep up with."""
+    from polyeng.ops import catalogue
+    table = "\n".join(line for line in path.read_text().splitlines() if line.startswith("|"))
+    missing = [op for op in catalogue.specs() if not re.search(rf"`{op}[`(]", table)]
+    assert not missing, f"{path.name}'s op table does not list {', '.join(missing)}"
