@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops
+from ..ops import catalogue
 from ..engine import dtypes as dt
 
-UFUNCS = {"add": ops.add, "subtract": ops.sub, "multiply": ops.mul, "divide": ops.div,
-          "true_divide": ops.div, "power": ops.pow, "matmul": ops.matmul, "exp": ops.exp,
-          "sqrt": ops.sqrt, "tanh": ops.tanh}
+# numpy ufunc name -> the op a trace records for it (each op's OpSpec.ufuncs)
+UFUNCS = {ufunc: spec.function for spec in catalogue.specs().values() for ufunc in spec.ufuncs}
 
 
 class Traced:

@@ -162,20 +162,20 @@ def _spec(name, function, validate, names, min_elements, category=Category.FOLLO
 
 
 # NUMBA/BASIC on f32 of equal shapes: 1.0x at 2**18 elements, 1.05-1.17x at 2**19 (its parallel launch)
-ADD = _spec("add", add, _binary_validator("add"), ("a", "b"), 1 << 19,
+ADD = _spec("add", add, _binary_validator("add"), ("a", "b"), 1 << 19, ufuncs=("add",),
             example=lambda t, rng: ((t(2, 3, 8, 8), t(2, 3, 8, 8)), {}),
             zero_size=lambda z: ((z(0, 3), z(1, 3)), {}, (0, 3)))
-SUB = _spec("sub", sub, _binary_validator("sub"), ("a", "b"), 1 << 19,
+SUB = _spec("sub", sub, _binary_validator("sub"), ("a", "b"), 1 << 19, ufuncs=("subtract",),
             example=lambda t, rng: ((t(2, 3, 8, 8), t(1, 3, 1, 1)), {}),
             zero_size=lambda z: ((z(2, 0), 1.5), {}, (2, 0)))
-MUL = _spec("mul", mul, _binary_validator("mul"), ("a", "b"), 1 << 19,
+MUL = _spec("mul", mul, _binary_validator("mul"), ("a", "b"), 1 << 19, ufuncs=("multiply",),
             example=lambda t, rng: ((t(2, 3, 8, 8), t(1, 3, 1, 1)), {}),
             zero_size=lambda z: ((z(0, 1), z(4)), {}, (0, 4)))
-DIV = _spec("div", div, _binary_validator("div"), ("a", "b"), 1 << 19,
+DIV = _spec("div", div, _binary_validator("div"), ("a", "b"), 1 << 19, ufuncs=("divide", "true_divide"),
             example=lambda t, rng: ((t(4, 33), 8.0), {}),
             zero_size=lambda z: ((z(3, 0), z(1)), {}, (3, 0)))
 # NUMBA/BASIC 0.75x at every size from 2**17 to 2**22 elements (numpy's powf is SIMD): BASIC throughout
-POW = _spec("pow", pow, _validate_pow, ("x", "exponent"), 1 << 24, Category.DENY,
+POW = _spec("pow", pow, _validate_pow, ("x", "exponent"), 1 << 24, Category.DENY, ufuncs=("power",),
             example=lambda t, rng: ((abs(t(4, 33)), 1.5), {}),
             zero_size=lambda z: ((z(0, 2), 2.0), {}, (0, 2)))
 SPECS = [ADD, SUB, MUL, DIV, POW]

@@ -41,6 +41,8 @@ class OpSpec:
       ``onnx.*`` nodes): no engine, no selector, no fp math; ``function`` is called as it is.
       ``result_type(args, dtype)`` gives its result's dtype when its first input has ``dtype``;
       a host op with a ``category`` (FOLLOW: it only moves data) needs no mixed precision rule.
+    - ``ufuncs``: the numpy ufuncs the op is (same arguments, same result), which a graph trace
+      records as this op when they are applied to traced values.
     """
     name: str
     function: Callable
@@ -56,6 +58,7 @@ class OpSpec:
     tolerance: int = 4
     host: bool = False
     result_type: Optional[Callable] = None
+    ufuncs: tuple = ()
 
     @property
     def family(self) -> str:

@@ -96,7 +96,7 @@ def _prepare_linear(args) -> Prepared:
 MATMUL = OpSpec(name="matmul", function=matmul, validate=_validate_matmul, category=Category.ALLOW,
                 prepare=_prepare_matmul,
                 recommend=_recommend.reference, preference=_recommend.PREFERENCE,
-                chunking="matmul",
+                chunking="matmul", ufuncs=("matmul",),
                 example=lambda t, rng: ((t(4, 17, 24), t(24, 9)), {}),
                 zero_size=lambda z: ((z(0, 5), z(5, 3)), {}, (0, 3)),
                 tolerance=32)
