@@ -21,9 +21,9 @@ from __future__ import annotations
 import contextvars
 import threading
 
-import numpy as np
 
 from ..engine import dispatch, mixed_precision, verbose
+from ..engine.kernel_io import ignore_fp_errors
 from ..engine import fpmath
 from ..engine.call import map_arrays
 from ..engine.plan_cache import _Uncacheable, _signature
@@ -131,7 +131,7 @@ class Program:
         return contextvars.copy_context().run(self._run, inputs, observe)
 
     def _run(self, inputs, observe):
-        dispatch_quiet()
+        ignore_fp_errors()   # once for every node of the run, in this run's own context
         reg = registry()
         engine = _device_engine(inputs, reg)
         env = self.environment(inputs, self._device_constants(engine, reg) if engine else self.constants)
@@ -244,15 +244,6 @@ def _last_uses(steps, kept) -> list:
         if slot in made and slot not in kept:
             released[i].append(slot)
     return released
-
-
-def dispatch_quiet():
-    """numpy's floating-point warnings off for this run's context (IEEE results are the defined
-    outcome, as in ``dispatch._call_quietly``)."""
-    if dispatch._error_state is not None:
-        dispatch._error_state.set(dispatch._IGNORE_ALL)
-    else:
-        np.seterr(all="ignore")
 
 
 def _device_engine(inputs, reg):
