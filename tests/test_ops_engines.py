@@ -133,3 +133,11 @@ def test_unsupported_dtype_is_a_type_error(op):
     args, kwargs = map_arrays((args, kwargs), bad)
     with pytest.raises(TypeError, match="complex64"):
         getattr(polyeng, op)(*args, **kwargs)
+
+
+def test_every_warmup_variant_is_a_valid_call():
+    from polyeng.examples import warmup_variants
+    variants = warmup_variants(np.random.default_rng(0))
+    assert {op for op, _, _ in variants} >= {"softmax", "max_pool2d", "cast", "gelu"}
+    for op, args, kwargs in variants:
+        run(op, "basic", args, kwargs)

@@ -15,7 +15,7 @@ import numpy as np
 
 import polyeng
 from ..engine import dtypes as dt
-from ..examples import example_calls
+from ..examples import example_calls, warmup_variants
 from ..bench.progress import Progress
 from .console import UsageError
 from .options import named_engines
@@ -24,26 +24,11 @@ FLOATS = ("f32", "f64", "bf16", "f16")
 EXACT = ("s8", "u8", "s32", "s64", "bool")   # taken by the data-movement ops (and matmul, cast)
 
 
-def _variants(rng, dtype) -> list:
-    """(op, args, kwargs) of the calls beyond ``example_calls`` whose numba kernels or signatures differ."""
-    def t(*shape):
-        return rng.standard_normal(shape).astype(dtype)
-    calls = [("softmax", (t(4, 5, 33),), {"axis": 1}), ("log_softmax", (t(4, 5, 33),), {"axis": -1}),
-             ("max_pool2d", (t(2, 3, 11, 11), 2), {"return_indices": True}),
-             ("max_pool2d", (t(2, 3, 11, 11), 3), {"stride": 1}), ("avg_pool2d", (t(2, 3, 11, 11), 3), {"stride": 1}),
-             ("upsample_nearest", (t(2, 3, 7, 9),), {"scale_factor": 3.0}),
-             ("upsample_nearest", (t(2, 3, 7, 9),), {"size": (5, 13)}),
-             ("permute_contiguous", (t(2, 5, 3, 7), (0, 1, 3, 2)), {}),
-             ("layer_norm", (t(4, 6, 32), 32), {}), ("gelu", (t(6, 31),), {"approximate": "tanh"})]
-    calls += [("cast", (t(6, 31), target), {}) for target in ("float16", "float32", "float64")]
-    return calls
-
-
 def warmup_calls(dtype_name: str, seed: int = 0) -> list:
     """Every warm-up call in one dtype: (op, args, kwargs)."""
     rng, dtype = np.random.default_rng(seed), dt.as_dtype(dtype_name)
     calls = [(op, args, kwargs) for op, (args, kwargs) in example_calls(rng, dtype).items()]
-    return calls + _variants(rng, dtype)
+    return calls + warmup_variants(rng, dtype)
 
 
 def _choose_engines(names: str | None) -> tuple[list[str], list[str]]:

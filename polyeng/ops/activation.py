@@ -74,6 +74,7 @@ def _spec(name, function, validate, category=Category.FOLLOW, min_elements=512, 
 # gelu's exact form is 3.5x BASIC's erf loop at 512 elements, the tanh form within 10%
 GELU = _spec("gelu", gelu, _validate_gelu,
              example=lambda t, rng: ((t(6, 31),), {"approximate": "none"}),
+             warmup=lambda t, rng: [((t(6, 31),), {"approximate": "tanh"})],
              zero_size=lambda z: ((z(0),), {}, (0,)), tolerance=8)
 # thresholds: where NUMBA overtook BASIC on f32 (NUMBA/BASIC speed just above and below)
 # 1.36x at 2**15, 0.97x at 2**14

@@ -28,5 +28,6 @@ SPEC = OpSpec(name="cast", function=cast, validate=_validate, category=Category.
               recommend=_recommend.jit_from(16384), preference=_recommend.PREFERENCE,
               chunking="elementwise",
               example=lambda t, rng: ((t(6, 31), "bfloat16"), {}),
+              warmup=lambda t, rng: [((t(6, 31), target), {}) for target in ("float16", "float32", "float64")],
               zero_size=lambda z: ((z(0, 2), "f16"), {}, (0, 2)))
 SPECS = [SPEC]

@@ -43,6 +43,8 @@ class OpSpec:
       a host op with a ``category`` (FOLLOW: it only moves data) needs no mixed precision rule.
     - ``ufuncs``: the numpy ufuncs the op is (same arguments, same result), which a graph trace
       records as this op when they are applied to traced values.
+    - ``warmup(t, rng)`` -> ``[(args, kwargs)]``: calls beyond ``example`` whose compiled kernels
+      differ from its (other axes, options or targets), which ``polyeng warmup`` also makes.
     """
     name: str
     function: Callable
@@ -59,6 +61,7 @@ class OpSpec:
     host: bool = False
     result_type: Optional[Callable] = None
     ufuncs: tuple = ()
+    warmup: Optional[Callable] = None
 
     @property
     def family(self) -> str:

@@ -61,6 +61,7 @@ SPEC = OpSpec(
     recommend=_recommend.jit_from(512), preference=_recommend.PREFERENCE,
     chunking="layer_norm",
     example=lambda t, rng: ((t(4, 6, 32), 32), {"weight": t(32), "bias": t(32)}),
+    warmup=lambda t, rng: [((t(4, 6, 32), 32), {})],
     zero_size=lambda z: ((z(0, 16), 16), {}, (0, 16)),
     tolerance=32,
 )

@@ -304,19 +304,23 @@ def _max_validator(op, nd):
     return validate
 
 
-def _spec(name, function, nd, is_max, zero_size):
+def _spec(name, function, nd, is_max, zero_size, warmup=None):
     validate = (_max_validator if is_max else _avg_validator)(name, nd)
     example = (lambda t, rng: ((t(2, 3, 11, 11), 3), {"stride": 2, "padding": 1})) if nd == 2 else \
         (lambda t, rng: ((t(2, 3, 7, 9, 9), 3), {"stride": 2, "padding": 1}))
     return OpSpec(name=name, function=function, validate=validate, category=Category.FOLLOW,
                   prepare=_prepare_max if is_max else _prepare_avg, exact=is_max,
                   recommend=_recommend.jit_from(256), preference=_recommend.PREFERENCE,
-                  chunking="pooling", example=example, zero_size=zero_size, tolerance=4 if is_max else 8)
+                  chunking="pooling", example=example, zero_size=zero_size, tolerance=4 if is_max else 8,
+                  warmup=warmup)
 
 
-AVG_POOL2D = _spec("avg_pool2d", avg_pool2d, 2, False, lambda z: ((z(0, 3, 8, 8), 2), {}, (0, 3, 4, 4)))
+AVG_POOL2D = _spec("avg_pool2d", avg_pool2d, 2, False, lambda z: ((z(0, 3, 8, 8), 2), {}, (0, 3, 4, 4)),
+                   lambda t, rng: [((t(2, 3, 11, 11), 3), {"stride": 1})])
 AVG_POOL3D = _spec("avg_pool3d", avg_pool3d, 3, False, lambda z: ((z(2, 0, 4, 4, 4), 2), {}, (2, 0, 2, 2, 2)))
-MAX_POOL2D = _spec("max_pool2d", max_pool2d, 2, True, lambda z: ((z(0, 3, 8, 8), 2), {}, (0, 3, 4, 4)))
+MAX_POOL2D = _spec("max_pool2d", max_pool2d, 2, True, lambda z: ((z(0, 3, 8, 8), 2), {}, (0, 3, 4, 4)),
+                   lambda t, rng: [((t(2, 3, 11, 11), 2), {"return_indices": True}),
+                                   ((t(2, 3, 11, 11), 3), {"stride": 1})])
 MAX_POOL3D = _spec("max_pool3d", max_pool3d, 3, True, lambda z: ((z(0, 1, 4, 4, 4), 2), {}, (0, 1, 2, 2, 2)))
 SPECS = [AVG_POOL2D, AVG_POOL3D, MAX_POOL2D, MAX_POOL3D]
 

@@ -31,7 +31,9 @@ def _spec(name, function, **catalogue):
 
 
 SOFTMAX = _spec("softmax", softmax, example=lambda t, rng: ((t(4, 5, 33),), {"axis": -1}),
+                warmup=lambda t, rng: [((t(4, 5, 33),), {"axis": 1})],
                 zero_size=lambda z: ((z(3, 0),), {"axis": 0}, (3, 0)))
 LOG_SOFTMAX = _spec("log_softmax", log_softmax, example=lambda t, rng: ((t(4, 5, 33),), {"axis": 1}),
+                    warmup=lambda t, rng: [((t(4, 5, 33),), {"axis": -1})],
                     zero_size=lambda z: ((z(0, 4),), {}, (0, 4)))
 SPECS = [SOFTMAX, LOG_SOFTMAX]

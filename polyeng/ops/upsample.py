@@ -323,6 +323,7 @@ UPSAMPLE_NEAREST = OpSpec(
     recommend=_recommend.jit_from(16384), preference=_recommend.PREFERENCE,
     chunking="upsample",
     example=lambda t, rng: ((t(2, 3, 7, 9),), {"scale_factor": 2.0}),
+    warmup=lambda t, rng: [((t(2, 3, 7, 9),), {"scale_factor": 3.0}), ((t(2, 3, 7, 9),), {"size": (5, 13)})],
     zero_size=lambda z: ((z(2, 0, 3),), {"scale_factor": 2}, (2, 0, 6)),
 )
 
