@@ -30,7 +30,7 @@ def outcomes(output, outcome):
 
 
 def test_a_plugin_engine_is_collected_like_a_built_in_one():
-    code, output = pytest_run("tests/test_softmax_engines.py", "--collect-only")
+    code, output = pytest_run("tests/test_op_softmax.py", "--collect-only")
     assert code == 0, output
     ids = re.findall(r"^tests/\S+::\S+$", output, re.M)
     mirror = {i.replace("[mirror", "[ENGINE") for i in ids if "[mirror" in i}
@@ -40,7 +40,7 @@ def test_a_plugin_engine_is_collected_like_a_built_in_one():
 
 
 def test_the_softmax_suite_runs_on_the_plugin_engines_kernels():
-    code, output = pytest_run("tests/test_softmax_engines.py", "-k", "mirror", "-rA")
+    code, output = pytest_run("tests/test_op_softmax.py", "-k", "mirror", "-rA")
     assert code == 0, output
     passed = outcomes(output, "PASSED")
     assert passed and all("[mirror" in test for test in passed), output
@@ -59,20 +59,20 @@ def test_the_softmax_suite_runs_on_the_plugin_engines_kernels():
 
 
 def test_tests_of_ops_the_plugin_engine_lacks_are_skipped_with_the_reason():
-    code, output = pytest_run("tests/test_activation_engines.py", "tests/test_pooling_engines.py",
+    code, output = pytest_run("tests/test_op_activation.py", "tests/test_op_pooling.py",
                               "-k", "mirror", "-rA", allow_skips="does not implement")
     assert code == 0, output
     passed = outcomes(output, "PASSED")
-    assert passed and all(test.startswith("tests/test_activation_engines.py::") for test in passed)
-    assert re.search(r"^SKIPPED \[\d+\] tests/test_pooling_engines.py.*engine 'mirror' does not implement "
+    assert passed and all(test.startswith("tests/test_op_activation.py::") for test in passed)
+    assert re.search(r"^SKIPPED \[\d+\] tests/test_op_pooling.py.*engine 'mirror' does not implement "
                      r"max_pool2d$", output, re.M), output
     assert "FAILED" not in output and "ERROR" not in output
     assert ",gelu,mirror," in output
 
 
 def test_skips_of_ops_the_plugin_engine_lacks_fail_the_run_without_an_opt_out():
-    code, output = pytest_run("tests/test_activation_engines.py", "tests/test_pooling_engines.py",
+    code, output = pytest_run("tests/test_op_activation.py", "tests/test_op_pooling.py",
                               "-k", "mirror")
     assert code == 6, output
-    assert re.search(r"^  tests/test_pooling_engines.py::\S+\[mirror\]: engine 'mirror' does not implement "
+    assert re.search(r"^  tests/test_op_pooling.py::\S+\[mirror\]: engine 'mirror' does not implement "
                      r"max_pool2d$", output, re.M), output

@@ -1,17 +1,29 @@
 """upsample_bilinear2d and upsample_nearest on the BASIC engine against hand-computed values,
 plus every argument rule. Expected numbers are worked out in the comments (and agree with
-torch.nn.functional.interpolate); the torch cross-check at the end is skipped without torch."""
+torch.nn.functional.interpolate); the torch cross-check at the end is skipped without torch.
+
+At the end, both on every engine under test (see conftest) against BASIC. nearest is bit-exact
+for every dtype: integer repeats (the vector paths), gathers, 1-3 spatial dims, rows shorter and
+longer than a work item's run or group. bilinear is within rounding (bit-exact on OPENCL, which
+has no fused multiply-adds; NUMBA may fuse), for every float dtype, both corner modes, size and
+scale_factor, up- and downsampling, NaN/Inf, large planes split into row blocks. On engines
+with device tensors, device-resident inputs give device-resident results.
+"""
 import math
 
 import numpy as np
 import pytest
 
 import polyeng
+from support import device_tensor_or_skip, random_values as values
+from polyeng.engine import dtypes as dt
+
 
 F32, F64, F16, BF16 = polyeng.float32, polyeng.float64, polyeng.float16, polyeng.bfloat16
 
 
-@pytest.fixture(autouse=True)
+# The tests on BASIC take this fixture.
+@pytest.fixture
 def _basic_engine():
     with polyeng.compute_eng("basic", fallback=False):
         yield
@@ -34,6 +46,7 @@ BILINEAR_4x4 = [[0.0, 0.25, 0.75, 1.0],
 BILINEAR_4x4_CORNERS = [[0 + r + c / 3 for c in range(4)] for r in (0, 2 / 3, 4 / 3, 2)]
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("dtype", [F32, F64])
 @pytest.mark.parametrize("resize", [{"size": 4}, {"size": (4, 4)}, {"scale_factor": 2.0}, {"scale_factor": (2, 2)}])
 def test_bilinear_2x2_to_4x4(dtype, resize):
@@ -42,6 +55,7 @@ def test_bilinear_2x2_to_4x4(dtype, resize):
     np.testing.assert_array_equal(out[0, 0], BILINEAR_4x4)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_bilinear_2x2_to_4x4_align_corners(dtype):
     out = polyeng.upsample_bilinear2d(nchw(GRID_2x2, dtype), size=(4, 4), align_corners=True)
@@ -56,6 +70,7 @@ def test_bilinear_2x2_to_4x4_align_corners(dtype):
 RAMP_2x5 = [[1000 * h + 42 * w for w in range(5)] for h in range(2)]
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_bilinear_scale_factor_1_5():
     # W: 5 -> 7, step 1/1.5: source (4d - 1) / 6 -> 0, .5, 7/6, 11/6, 2.5, 19/6, 23/6; times 42.
     # H: 2 -> 3, source 0, .5, 7/6 (past the last pixel: row 1).
@@ -64,6 +79,7 @@ def test_bilinear_scale_factor_1_5():
     np.testing.assert_allclose(out[0, 0], expected, rtol=1e-6)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_bilinear_size_differs_from_scale_factor():
     # size=7 steps by 5/7 instead of 1/1.5: source (5d - 1) / 7 -> 0, 4/7, 9/7, 2, 19/7, 24/7, 29/7
     # (clamped to pixel 4); times 42. torch gives the same pair of different answers.
@@ -74,6 +90,7 @@ def test_bilinear_size_differs_from_scale_factor():
     np.testing.assert_allclose(by_scale[0, 0, 0], [0, 21, 49, 77, 105, 133, 161], rtol=1e-6)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("dtype", [F32, F64])
 def test_bilinear_downsample_0_5(dtype):
     x = np.arange(16, dtype=dtype).reshape(1, 1, 4, 4)  # x[h, w] = 4h + w
@@ -85,12 +102,14 @@ def test_bilinear_downsample_0_5(dtype):
     np.testing.assert_array_equal(corners[0, 0], [[0, 3], [12, 15]])
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_bilinear_downsample_0_6():
     # W: 5 -> floor(3.0) = 3, step 1/0.6: source 1/3, 2, 11/3; times 3.
     out = polyeng.upsample_bilinear2d(nchw([[0, 3, 6, 9, 12]]), scale_factor=(1, 0.6))
     np.testing.assert_allclose(out[0, 0, 0], [1, 6, 11], rtol=1e-6)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("align_corners", [False, True])
 def test_bilinear_same_size_copies(align_corners):
     # 3 * 1.2 floors to 3: torch copies the input even though 1/1.2 would shift the samples
@@ -99,6 +118,7 @@ def test_bilinear_same_size_copies(align_corners):
     np.testing.assert_array_equal(out, x)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_bilinear_one_pixel_output_with_align_corners():
     # out = 1: align_corners uses step 0, so the sample is the first pixel
     x = np.arange(16, dtype=F32).reshape(1, 1, 4, 4)
@@ -106,6 +126,7 @@ def test_bilinear_one_pixel_output_with_align_corners():
     np.testing.assert_array_equal(out, [[[[0]]]])
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("dtype", [F16, BF16])
 def test_bilinear_16_bit_storage(dtype):
     out = polyeng.upsample_bilinear2d(nchw(GRID_2x2, dtype), size=4)
@@ -116,12 +137,14 @@ def test_bilinear_16_bit_storage(dtype):
     np.testing.assert_allclose(corners[0, 0].astype(F32), BILINEAR_4x4_CORNERS, rtol=2 ** -7)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_bilinear_batches_and_channels_are_independent():
     x = np.stack([np.asarray(GRID_2x2, F32) * k for k in range(6)]).reshape(2, 3, 2, 2)
     out = polyeng.upsample_bilinear2d(x, size=4)
     np.testing.assert_array_equal(out, np.asarray(BILINEAR_4x4, F32) * np.arange(6).reshape(2, 3, 1, 1))
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("view", ["reversed", "transposed"])
 def test_bilinear_non_contiguous_input(view):
     if view == "reversed":  # negative strides on H
@@ -133,6 +156,7 @@ def test_bilinear_non_contiguous_input(view):
     np.testing.assert_array_equal(out[0, 0], BILINEAR_4x4)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_bilinear_zero_batch_or_channels():
     assert polyeng.upsample_bilinear2d(np.zeros((0, 3, 2, 2), F32), size=(3, 5)).shape == (0, 3, 3, 5)
     out = polyeng.upsample_bilinear2d(np.zeros((2, 0, 2, 2), F64), scale_factor=2)
@@ -142,6 +166,7 @@ def test_bilinear_zero_batch_or_channels():
 # --- nearest: hand-computed values ---------------------------------------------------------------
 # index = min(floor(d * step), in - 1), step = 1/scale_factor (f32) when given, else in/out.
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_nearest_1d():
     x = np.asarray([10, 20, 30], F32)[None, None]
     # size 5: step 3/5 -> 0, .6, 1.2, 1.8, 2.4
@@ -156,6 +181,7 @@ def test_nearest_1d():
                                   [10, 10, 10, 20, 20, 30])
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_nearest_2d():
     x = np.arange(6, dtype=F32).reshape(1, 1, 2, 3)
     # H: 2 -> 3, step 1/1.5 -> rows 0, 0, 1; W: 3 -> floor(2.1) = 2, step 1/.7 -> cols 0, 1
@@ -165,6 +191,7 @@ def test_nearest_2d():
                                   np.repeat(np.repeat(x[0, 0], 2, 0), 2, 1))
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_nearest_2d_same_and_double_size_shortcuts():
     # In 2-D torch copies when out == in and takes d >> 1 when out == 2 * in, whatever the scale.
     x = np.arange(9, dtype=F32).reshape(1, 1, 3, 3)
@@ -173,6 +200,7 @@ def test_nearest_2d_same_and_double_size_shortcuts():
     np.testing.assert_array_equal(out[0, 0], np.repeat(np.repeat(x[0, 0], 2, 0), 2, 1))
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_nearest_3d():
     x = np.arange(8, dtype=F32).reshape(1, 1, 2, 2, 2)  # x[d, h, w] = 4d + 2h + w
     # D: 2 -> 1 (plane 0); H: 2 -> 3, step 2/3 -> 0, 0, 1; W: 2 -> 4, step .5 -> 0, 0, 1, 1
@@ -185,6 +213,7 @@ def test_nearest_3d():
     np.testing.assert_array_equal(out[0, 0], cube[0, 0][np.ix_([0, 0, 1], [0, 0, 1], [0, 0, 1])])
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_nearest_3d_large_output_with_skipped_depth_and_repeated_rows():
     # An output over 1 MB, which BASIC writes a block of rows at a time. D: 4 -> 2, step 2 ->
     # 0, 2; H: 3 -> 5, step .6 -> 0, 0, 1, 1, 2; W: the same size, step 1. The first block's
@@ -194,6 +223,7 @@ def test_nearest_3d_large_output_with_skipped_depth_and_repeated_rows():
     np.testing.assert_array_equal(out[0, 0], x[0, 0][[0, 2]][:, [0, 0, 1, 1, 2]])
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("dtype", [polyeng.int8, polyeng.uint8, polyeng.int32, polyeng.int64, F64])
 def test_nearest_integer_and_f64(dtype):
     x = np.asarray([[1, 2], [3, 4]], dtype)[None, None]
@@ -202,6 +232,7 @@ def test_nearest_integer_and_f64(dtype):
     np.testing.assert_array_equal(out[0, 0], [[1, 1, 2], [1, 1, 2], [3, 3, 4]])
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_nearest_bool():
     x = np.asarray([True, False, True])[None, None]
     out = polyeng.upsample_nearest(x, scale_factor=1.5)  # 4 outputs, step 2/3 -> 0, 0, 1, 2
@@ -209,6 +240,7 @@ def test_nearest_bool():
     np.testing.assert_array_equal(out[0, 0], [True, True, False, True])
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("dtype", [F16, BF16])
 def test_nearest_16_bit_copies_bits(dtype):
     values = np.asarray([1.0009765625, -3.140625, 65504.0 if dtype == F16 else 3.0e38, np.nan], F32)
@@ -219,6 +251,7 @@ def test_nearest_16_bit_copies_bits(dtype):
     np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_nearest_non_contiguous_input():
     x = np.arange(6, dtype=F32).reshape(1, 1, 3, 2).transpose(0, 1, 3, 2)  # [[0, 2, 4], [1, 3, 5]]
     out = polyeng.upsample_nearest(x, scale_factor=(1.5, 0.7))
@@ -227,6 +260,7 @@ def test_nearest_non_contiguous_input():
     np.testing.assert_array_equal(polyeng.upsample_nearest(reversed_w, size=5)[0, 0], [10, 10, 20, 20, 30])
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("shape,size,expected", [
     ((0, 2, 3), 5, (0, 2, 5)),
     ((2, 0, 3, 3), (4, 2), (2, 0, 4, 2)),
@@ -237,6 +271,7 @@ def test_nearest_zero_batch_or_channels(shape, size, expected):
     assert out.shape == expected and out.dtype == polyeng.int8
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_upsample_runs_on_basic_and_is_follow():
     decision = polyeng.explain("upsample_bilinear2d", nchw(GRID_2x2, F16), size=4)
     assert decision.engine == "basic"
@@ -268,6 +303,7 @@ BAD_RESIZE = [
 ]
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("op", [polyeng.upsample_bilinear2d, polyeng.upsample_nearest])
 @pytest.mark.parametrize("kwargs,error,message", BAD_RESIZE)
 def test_bad_size_or_scale_factor(op, kwargs, error, message):
@@ -275,36 +311,42 @@ def test_bad_size_or_scale_factor(op, kwargs, error, message):
         op(X4, **kwargs)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("op", [polyeng.upsample_bilinear2d, polyeng.upsample_nearest])
 def test_empty_spatial_input_is_rejected(op):
     with pytest.raises(ValueError, match=r"x has shape \(1, 1, 0, 2\).*spatial size"):
         op(np.zeros((1, 1, 0, 2), F32), size=4)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("dtype", [polyeng.int32, polyeng.uint8, polyeng.bool_])
 def test_bilinear_rejects_integer_and_bool(dtype):
     with pytest.raises(TypeError, match=r"x has dtype .*upsample_bilinear2d expects a floating-point"):
         polyeng.upsample_bilinear2d(np.zeros((1, 1, 2, 2), dtype), size=4)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("shape", [(1, 2, 2), (1, 1, 1, 2, 2), (2, 2)])
 def test_bilinear_rejects_wrong_rank(shape):
     with pytest.raises(ValueError, match=r"x has shape .*upsample_bilinear2d expects a 4-D array"):
         polyeng.upsample_bilinear2d(np.zeros(shape, F32), size=4)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("shape", [(4,), (2, 4), (1, 1, 1, 1, 2, 2)])
 def test_nearest_rejects_wrong_rank(shape):
     with pytest.raises(ValueError, match=r"x has shape .*upsample_nearest expects a 3-D or 4-D or 5-D"):
         polyeng.upsample_nearest(np.zeros(shape, F32), size=4)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 @pytest.mark.parametrize("value", [1, None, "yes"])
 def test_bilinear_align_corners_must_be_bool(value):
     with pytest.raises(TypeError, match=r"align_corners="):
         polyeng.upsample_bilinear2d(X4, size=4, align_corners=value)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_unsupported_dtype_is_rejected():
     with pytest.raises(TypeError, match=r"x has dtype complex64"):
         polyeng.upsample_nearest(np.zeros((1, 1, 2), np.complex64), size=4)
@@ -312,6 +354,7 @@ def test_unsupported_dtype_is_rejected():
 
 # --- optional cross-check against torch ------------------------------------------------------------
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_matches_torch_on_random_cases():
     torch = pytest.importorskip("torch")
     functional = torch.nn.functional
@@ -345,6 +388,7 @@ def test_matches_torch_on_random_cases():
         np.testing.assert_array_equal(polyeng.upsample_nearest(x, **resize), want)
 
 
+@pytest.mark.usefixtures("_basic_engine")
 def test_sizes_and_scales_as_numpy_arrays_read_as_their_values():
     x = np.ones((1, 1, 3, 3), np.float32)
     assert polyeng.upsample_nearest(x, size=np.array(4)).shape == (1, 1, 4, 4)
@@ -354,3 +398,164 @@ def test_sizes_and_scales_as_numpy_arrays_read_as_their_values():
         polyeng.upsample_nearest(x, size=np.array([4.5, 5.0]))
     with pytest.raises(ValueError, match="has 3 entries but x has 2 spatial dims"):
         polyeng.upsample_nearest(x, size=np.array([4, 5, 6]))
+
+
+# --- every engine against BASIC -------------------------------------------------------------------
+
+BIT_EXACT_BILINEAR = {"opencl"}   # engines computing BASIC's products and sums in its order
+FLOATS = [np.float32, np.float64, np.float16, dt.bfloat16]
+ALL = FLOATS + [np.int8, np.uint8, np.int32, np.int64, np.bool_]
+
+
+def run(engine, op, *args, **kwargs):
+    with polyeng.compute_eng(engine, fallback=False):
+        return getattr(polyeng, op)(*args, **kwargs)
+
+
+def assert_same_bits(engine, op, x, **kwargs):
+    expected = np.asarray(run("basic", op, x, **kwargs))
+    actual = run(engine, op, x, **kwargs)
+    assert isinstance(actual, np.ndarray) and actual.flags.c_contiguous
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert actual.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+# --- nearest -----------------------------------------------------------------------------------
+
+@pytest.mark.uses_ops("upsample_nearest")
+@pytest.mark.parametrize("dtype", ALL, ids=lambda d: np.dtype(d).name)
+def test_nearest_every_dtype_bit_exact(engine, dtype):
+    rng = np.random.default_rng(0)
+    x = values(rng, (2, 3, 7, 13), dtype)
+    for resize in [{"scale_factor": 2}, {"scale_factor": 4}, {"size": (14, 13)}, {"size": (5, 17)},
+                   {"scale_factor": 3}, {"scale_factor": 0.5}]:
+        assert_same_bits(engine, "upsample_nearest", x, **resize)
+
+
+@pytest.mark.uses_ops("upsample_nearest")
+@pytest.mark.parametrize("resize", [{"scale_factor": 2}, {"scale_factor": 3}, {"scale_factor": 0.5},
+                                    {"scale_factor": 1.2}, {"size": 1}, {"size": 11}])
+@pytest.mark.parametrize("spatial", [(13,), (7, 2), (2, 7), (3, 5, 4)])
+def test_nearest_1d_2d_3d(engine, spatial, resize):
+    assert_same_bits(engine, "upsample_nearest", values(np.random.default_rng(1), (2, 3) + spatial, np.float16), **resize)
+
+
+@pytest.mark.uses_ops("upsample_nearest")
+@pytest.mark.parametrize("width", [1, 8, 9, 31, 600])
+def test_nearest_rows_around_runs_and_groups(engine, width):
+    # widths x1, x2, x4 and gathered, below, at and past a run of 16 outputs, and rows split
+    # over several groups
+    rng = np.random.default_rng(width)
+    for dtype in (np.uint8, np.float32, np.int64):
+        x = values(rng, (1, 2, 3, width), dtype)
+        assert_same_bits(engine, "upsample_nearest", x, scale_factor=2)
+        assert_same_bits(engine, "upsample_nearest", x, scale_factor=(1, 4))
+        assert_same_bits(engine, "upsample_nearest", x, scale_factor=(2, 1))
+        assert_same_bits(engine, "upsample_nearest", x, size=(3, 2 * width + 1))
+
+
+@pytest.mark.uses_ops("upsample_nearest")
+def test_nearest_per_dim_arguments_and_odd_sizes(engine):
+    rng = np.random.default_rng(2)
+    assert_same_bits(engine, "upsample_nearest", values(rng, (1, 3, 5, 7, 9), dt.float64), size=(2, 9, 16))
+    assert_same_bits(engine, "upsample_nearest", values(rng, (3, 1, 7, 5), dt.bool_), scale_factor=(1.7, 0.6))
+    assert_same_bits(engine, "upsample_nearest", values(rng, (1, 1, 1), dt.uint8), size=257)
+    assert_same_bits(engine, "upsample_nearest", values(rng, (2, 2, 3, 4, 5), dt.int32), scale_factor=(3, 2, 2))
+
+
+# --- bilinear ----------------------------------------------------------------------------------
+
+RESIZES = [{"scale_factor": 2.0}, {"scale_factor": (1.7, 0.6)}, {"size": (1, 13)}, {"size": (7, 7)},
+           {"size": (3, 2)}, {"scale_factor": 1.2}, {"scale_factor": 0.5}, {"size": (40, 37)}]
+
+
+def assert_bilinear_matches(engine, x, **kwargs):
+    expected = run("basic", "upsample_bilinear2d", x, **kwargs)
+    assert_bilinear_close(engine, run(engine, "upsample_bilinear2d", x, **kwargs), expected)
+
+
+def assert_bilinear_close(engine, actual, expected):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    if engine in BIT_EXACT_BILINEAR:
+        # the same products and sums in the same order, each rounded as numpy rounds it
+        nan = np.isnan(expected.astype(np.float64))
+        np.testing.assert_array_equal(np.isnan(actual.astype(np.float64)), nan)
+        assert actual[~nan].tobytes() == expected[~nan].tobytes()
+    else:
+        ulp = 2.0 ** -7 if expected.dtype == dt.bfloat16 else float(np.finfo(expected.dtype).eps)
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), rtol=2 * ulp,
+                                   atol=20 * ulp)
+
+
+@pytest.mark.uses_ops("upsample_bilinear2d")
+@pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("resize", RESIZES)
+def test_bilinear_matches_basic(engine, dtype, align_corners, resize):
+    x = (np.random.default_rng(3).standard_normal((2, 3, 7, 9)) * 10).astype(np.float32).astype(dtype)
+    assert_bilinear_matches(engine, x, align_corners=align_corners, **resize)
+
+
+@pytest.mark.uses_ops("upsample_bilinear2d")
+def test_bilinear_nan_and_inf_propagate(engine):
+    x = np.arange(2 * 25, dtype=np.float32).reshape(1, 2, 5, 5)
+    x[0, 0, 2, 2], x[0, 1, 0, 0], x[0, 1, 4, 3] = np.nan, np.inf, -np.inf
+    for align_corners in (False, True):
+        expected = run("basic", "upsample_bilinear2d", x, scale_factor=2, align_corners=align_corners)
+        actual = run(engine, "upsample_bilinear2d", x, scale_factor=2, align_corners=align_corners)
+        np.testing.assert_array_equal(np.isnan(actual), np.isnan(expected))
+        np.testing.assert_array_equal(np.isinf(actual), np.isinf(expected))
+        np.testing.assert_array_equal(actual[np.isinf(actual)], expected[np.isinf(expected)])
+
+
+@pytest.mark.uses_ops("upsample_bilinear2d")
+def test_bilinear_long_rows_and_large_planes(engine):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 1, 40, 31)).astype(np.float32)
+    assert_bilinear_matches(engine, x, size=(97, 64))
+    wide = rng.standard_normal((2, 1, 3, 700)).astype(np.float32)   # rows of several groups
+    assert_bilinear_matches(engine, wide, scale_factor=(1.0, 2.0))
+    assert_bilinear_matches(engine, wide[:, :, :, ::-1], size=(5, 333), align_corners=True)
+
+
+@pytest.mark.uses_ops("upsample_nearest", "upsample_bilinear2d")
+@pytest.mark.parametrize("op,kwargs", [("upsample_bilinear2d", {"x": np.ones((1, 1, 2, 2), np.int32), "size": 3}),
+                                       ("upsample_bilinear2d", {"x": np.ones((1, 2, 2)), "size": 3}),
+                                       ("upsample_nearest", {"x": np.ones((1, 1, 2)), "size": 2,
+                                                             "scale_factor": 2}),
+                                       ("upsample_nearest", {"x": np.ones((1, 1, 2)), "scale_factor": 0.1})])
+def test_bad_arguments_are_rejected(engine, op, kwargs):
+    with pytest.raises((TypeError, ValueError)):
+        run(engine, op, **kwargs)
+
+
+# --- device-resident inputs (engines with device tensors) ---------------------------------------
+
+@pytest.mark.device_tensors
+@pytest.mark.uses_ops("upsample_nearest", "upsample_bilinear2d")
+@pytest.mark.parametrize("dtype", FLOATS + [np.int8], ids=lambda d: np.dtype(d).name)
+def test_device_inputs_give_device_results(engine, dtype):
+    x = values(np.random.default_rng(5), (2, 3, 5, 19), dtype)
+    t = device_tensor_or_skip(x, engine)
+    cases = [("upsample_nearest", {"scale_factor": 2}), ("upsample_nearest", {"size": (3, 11)})]
+    if np.dtype(dtype) in dt.FLOAT_DTYPES:
+        cases += [("upsample_bilinear2d", {"scale_factor": 2}), ("upsample_bilinear2d", {"size": (4, 7),
+                                                                                         "align_corners": True})]
+    for op, kwargs in cases:
+        actual = run(engine, op, t, **kwargs)
+        assert type(actual) is type(t)
+        expected = np.asarray(run("basic", op, x, **kwargs))
+        got = polyeng.to_numpy(actual)
+        if op == "upsample_nearest":
+            assert got.dtype == expected.dtype and got.shape == expected.shape
+            assert got.tobytes() == expected.tobytes()
+        else:
+            assert_bilinear_close(engine, got, expected)
+
+
+@pytest.mark.uses_ops("upsample_bilinear2d")
+def test_bilinear_large_planes_split_into_row_blocks(engine):
+    x = np.random.default_rng(3).standard_normal((1, 1, 40, 31)).astype(np.float32)
+    expected = run("basic", "upsample_bilinear2d", x, size=(97, 64))
+    actual = run(engine, "upsample_bilinear2d", x, size=(97, 64))
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-5)

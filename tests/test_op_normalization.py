@@ -1,7 +1,11 @@
 """layer_norm on every engine under test (see conftest) against BASIC: multi-dim
 normalized_shape, every weight/bias combination (f32 weights with 16-bit inputs too), eps,
 constant and offset rows, NaN/Inf, signed zeros, rows past a work group, zero-size input,
-device-resident inputs on engines that have them."""
+device-resident inputs on engines that have them.
+
+First BASIC against known values, and the bad-argument rules."""
+import math
+
 import numpy as np
 import pytest
 
@@ -9,9 +13,60 @@ import polyeng
 from polyeng.engine import dtypes as dt
 from support import device_tensor_or_skip
 
+
 pytestmark = pytest.mark.uses_ops("layer_norm")
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
 
+
+# -- known values on BASIC -------------------------------------------------------------------------
+
+# The known values and argument rules are BASIC's: those tests take this fixture.
+@pytest.fixture
+def on_basic():
+    with polyeng.compute_eng("basic", fallback=False):
+        yield
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_layer_norm_known_values():
+    x = np.array([[1.0, 2.0, 3.0, 4.0]])          # mean 2.5, biased var 1.25
+    out = polyeng.layer_norm(x, 4, eps=0.0)
+    np.testing.assert_allclose(out, [[-1.3416407864998738, -0.4472135954999579,
+                                      0.4472135954999579, 1.3416407864998738]], rtol=1e-14)
+    out = polyeng.layer_norm(x.astype(np.float32), (4,), weight=np.array([1, 2, 0, -1], np.float32),
+                             bias=np.full(4, 0.5, np.float32), eps=1.25)   # var + eps = 2.5
+    s = 1 / math.sqrt(2.5)
+    np.testing.assert_allclose(out, [[-1.5 * s + 0.5, -1.0 * s + 0.5, 0.5, -1.5 * s + 0.5]], rtol=1e-6)
+    two = polyeng.layer_norm(np.array([[[0.0, 2.0], [4.0, 6.0]]], np.float16), (2, 2))
+    assert two.dtype == np.float16
+    np.testing.assert_allclose(two.astype(np.float64), [[[-1.3416, -0.4472], [0.4472, 1.3416]]], atol=2e-3)
+
+
+@pytest.mark.usefixtures("on_basic")
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"normalized_shape": 5}, ValueError, r"normalized_shape=\(5,\) does not match"),
+    ({"normalized_shape": ()}, ValueError, r"normalized_shape=\(\)"),
+    ({"normalized_shape": (2, 3, 4, 5)}, ValueError, "does not match"),
+    ({"normalized_shape": 4, "weight": np.ones(3)}, ValueError, r"weight has shape \(3,\)"),
+    ({"normalized_shape": 4, "bias": np.ones(4, np.float16)}, TypeError, "bias has dtype float16"),
+    ({"normalized_shape": 4, "eps": -1}, ValueError, "eps=-1"),
+    ({"normalized_shape": 4, "eps": 10 ** 400}, ValueError, "eps=1000.*0: expected a finite real number"),
+    ({"normalized_shape": 4.0}, TypeError, "normalized_shape=4.0"),
+])
+def test_layer_norm_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        polyeng.layer_norm(np.ones((2, 3, 4)), **kwargs)
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_float_ops_reject_integers():
+    for fn, args in [(polyeng.layer_norm, (np.ones(4, np.int32), 4)), (polyeng.softmax, (np.ones(3, np.int8),)),
+                     (polyeng.gelu, (np.ones(3, bool),)), (polyeng.linear, (np.ones(3, np.int32), np.ones((2, 3))))]:
+        with pytest.raises(TypeError, match="expects a floating-point array"):
+            fn(*args)
+
+
+# -- every engine against BASIC --------------------------------------------------------------------
 
 def run(engine, x, shape, **kwargs):
     with polyeng.compute_eng(engine, fallback=False):

@@ -1,13 +1,13 @@
-"""lstm, matmul and linear on every engine under test (see conftest) against BASIC: every lstm
-option, numpy's matmul rules, integer and bool products, NaN/Inf, odd sizes, and inputs left
-untouched.
+"""matmul and linear: BASIC against known values and numpy's rules, and the bad-shape rules;
+then every engine under test (see conftest) against BASIC: numpy's matmul rules, integer and bool
+products, NaN/Inf, odd sizes, and inputs left untouched.
 
 NUMBA runs numpy's BLAS for the products, so its matmul and linear match BASIC bit for bit;
 other engines' float results match within rounding (OPENCL's GEMM sums in its own order, with
 fused multiply-adds), and integer and bool products bit for bit. Device-resident inputs give
-device-resident results on engines that have them; on OPENCL also under a down-converting fp
-math mode (computing f32), and with either device kind's tiles."""
-import itertools
+device-resident results on engines that have them (lstm's too: it runs on the same products);
+on OPENCL also under a down-converting fp math mode (computing f32), and with either device
+kind's tiles. lstm's own tests are in test_op_lstm.py."""
 import logging
 
 import numpy as np
@@ -17,8 +17,59 @@ import polyeng
 from polyeng.engine import dtypes as dt
 from support import device_tensor_or_skip
 
+
+# -- known values on BASIC -------------------------------------------------------------------------
+
+# The known values and argument rules are BASIC's: those tests take this fixture.
+@pytest.fixture
+def on_basic():
+    with polyeng.compute_eng("basic", fallback=False):
+        yield
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_matmul_known_values_and_numpy_rules():
+    a = np.array([[1, 2], [3, 4]], np.int32)
+    b = np.array([[5, 6], [7, 8]], np.int32)
+    assert polyeng.matmul(a, b).tolist() == [[19, 22], [43, 50]]
+    assert polyeng.matmul(a, b).dtype == np.int32
+    assert polyeng.matmul(np.array([1.0, 2.0]), np.array([3.0, 4.0])).shape == ()
+    assert polyeng.matmul(np.array([1.0, 2.0]), np.array([3.0, 4.0])) == 11.0
+    assert polyeng.matmul(np.ones((5, 1, 2, 3)), np.ones((4, 3, 2))).shape == (5, 4, 2, 2)
+    half = polyeng.matmul(np.full((1, 300), 0.1, np.float16), np.ones((300, 1), np.float16))
+    assert half.dtype == np.float16
+    np.testing.assert_allclose(float(half[0, 0]), 300 * float(np.float16(0.1)), rtol=1e-3)  # f32 accumulation
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_matmul_bad_shapes():
+    with pytest.raises(ValueError, match=r"a \(2, 3\) and b \(2, 3\) do not chain"):
+        polyeng.matmul(np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="batch dimensions"):
+        polyeng.matmul(np.ones((2, 2, 3)), np.ones((3, 3, 2)))
+    with pytest.raises(ValueError, match="a is 0-D"):
+        polyeng.matmul(np.float32(2), np.ones(2))
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_linear_known_values_and_errors():
+    x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    w = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]], np.float32)
+    assert polyeng.linear(x, w).tolist() == [[1.0, 6.0]]
+    assert polyeng.linear(x[0], w, np.array([0.5, -1.0], np.float32)).tolist() == [1.5, 5.0]
+    with pytest.raises(ValueError, match=r"weight has shape \(2, 3\) but x \(1, 4\)"):
+        polyeng.linear(np.ones((1, 4)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"bias has shape \(3,\)"):
+        polyeng.linear(x, w, np.ones(3, np.float32))
+    with pytest.raises(ValueError, match="weight has shape .* linear expects a 2-D"):
+        polyeng.linear(x, np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="weight has dtype float16 but the input is float32"):
+        polyeng.linear(x, w.astype(np.float16))
+
+
+# -- every engine against BASIC --------------------------------------------------------------------
+
 AVAILABLE = {e.name for e in polyeng.engines() if e.available}
-TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13)}
 BLAS_EXACT = {"numba"}   # engines whose matmul and linear are numpy's own products
 
 
@@ -77,107 +128,6 @@ def lstm_params(rng, input_size, hidden, layers, dirs, bias, dtype):
         params.append((w(4 * hidden, layer_in), w(4 * hidden, hidden),
                        w(4 * hidden) if bias else None, w(4 * hidden) if bias == "both" else None))
     return params
-
-
-OPTIONS = list(itertools.product([1, 2], [False, True], [False, True], [False, True], [False, True],
-                                 ["both", "ih_only", None]))
-
-
-@pytest.mark.uses_ops("lstm")
-@pytest.mark.parametrize("hidden", [13, 35])   # 35: whole vectors of 16 hidden units and a remainder
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_lstm_every_option_matches_basic(engine, dtype, hidden):
-    rng = np.random.default_rng(5)
-    seq, batch, input_size = 7, 3, 5
-    for layers, bidirectional, batch_first, unbatched, with_state, bias in OPTIONS:
-        dirs = 2 if bidirectional else 1
-        params = lstm_params(rng, input_size, hidden, layers, dirs, bias, dtype)
-        x_shape = (seq, input_size) if unbatched else (batch, seq, input_size) if batch_first \
-            else (seq, batch, input_size)
-        x = rng.standard_normal(x_shape).astype(dtype)
-        kwargs = {"batch_first": batch_first, "bidirectional": bidirectional}
-        if with_state:
-            state = (layers * dirs,) + ((hidden,) if unbatched else (batch, hidden))
-            kwargs["h0"] = rng.standard_normal(state).astype(dtype)
-            kwargs["c0"] = rng.standard_normal(state).astype(dtype)
-        expected, actual = both(engine, "lstm", x, params, **kwargs)
-        assert_same_tree(expected, actual, **TOL[np.dtype(dtype)])
-
-
-@pytest.mark.uses_ops("lstm")
-@pytest.mark.parametrize("dtype", [np.float16, dt.bfloat16])
-def test_lstm_16_bit_storage(engine, dtype):
-    rng = np.random.default_rng(6)
-    params = lstm_params(rng, 7, 19, 2, 2, "both", np.float32)
-    x = rng.standard_normal((5, 2, 7)).astype(dtype)
-    expected, actual = both(engine, "lstm", x, [tuple(a.astype(dtype) for a in p) for p in params],
-                            bidirectional=True)
-    assert_same_tree(expected, actual, rtol=2 * eps(dtype), atol=2 * eps(dtype))
-
-
-@pytest.mark.uses_ops("lstm")
-@pytest.mark.parametrize("dtype", [np.float16, dt.bfloat16, np.float64])
-def test_lstm_f32_weights_and_states_with_other_input_dtypes(engine, dtype):
-    # weights and states may be f32 whatever x is; the result keeps x's dtype
-    rng = np.random.default_rng(16)
-    params = lstm_params(rng, 6, 18, 2, 2, "both", np.float32)
-    params[1] = tuple(a.astype(dtype) for a in params[1])   # one direction in x's dtype
-    x = rng.standard_normal((4, 3, 6)).astype(dtype)
-    h0, c0 = (rng.standard_normal((4, 3, 18)).astype(np.float32) for _ in range(2))
-    expected, actual = both(engine, "lstm", x, params, h0, c0, bidirectional=True)
-    tol = 2 * eps(dtype) if dtype != np.float64 else 1e-6
-    assert_same_tree(expected, actual, rtol=tol, atol=tol)
-
-
-@pytest.mark.uses_ops("lstm")
-def test_lstm_leaves_inputs_untouched(engine):
-    rng = np.random.default_rng(7)
-    params = lstm_params(rng, 4, 6, 1, 2, "both", np.float32)
-    x = rng.standard_normal((3, 2, 4)).astype(np.float32)
-    h0, c0 = rng.standard_normal((2, 2, 6)).astype(np.float32), rng.standard_normal((2, 2, 6)).astype(np.float32)
-    copies = [a.copy() for a in (x, h0, c0)]
-    run(engine, "lstm", x, params, h0, c0, bidirectional=True)
-    for before, after in zip(copies, (x, h0, c0)):
-        np.testing.assert_array_equal(before, after)
-
-
-@pytest.mark.uses_ops("lstm")
-@pytest.mark.parametrize("x_shape,batch_first", [((0, 3, 4), False), ((3, 0, 4), False), ((0, 4), False),
-                                                 ((3, 0, 4), True), ((0, 3, 4), True)])
-def test_lstm_zero_length_or_zero_batch(engine, x_shape, batch_first):
-    rng = np.random.default_rng(8)
-    params = lstm_params(rng, 4, 5, 2, 2, "both", np.float32)
-    x = np.zeros(x_shape, np.float32)
-    unbatched = len(x_shape) == 2
-    batch = 1 if unbatched else x_shape[0] if batch_first else x_shape[1]
-    state = (4, 5) if unbatched else (4, batch, 5)
-    h0, c0 = rng.standard_normal(state).astype(np.float32), rng.standard_normal(state).astype(np.float32)
-    for kwargs in ({}, {"h0": h0, "c0": c0}):
-        expected, actual = both(engine, "lstm", x, params, batch_first=batch_first, bidirectional=True, **kwargs)
-        assert_same_tree(expected, actual, rtol=0, atol=0)
-
-
-@pytest.mark.uses_ops("lstm")
-def test_lstm_nan_and_inf(engine):
-    rng = np.random.default_rng(9)
-    params = lstm_params(rng, 3, 7, 1, 2, "both", np.float32)
-    x = rng.standard_normal((4, 3, 3)).astype(np.float32)
-    x[1, 0, 0] = np.nan          # batch row 0 turns NaN from step 1 on (both directions)
-    x[2, 1, :] = 1e30            # batch row 1: saturated gates, finite states
-    x[:, 2, 1] = -np.inf         # batch row 2: +-inf pre-activations from the first step
-    expected, actual = both(engine, "lstm", x, params, bidirectional=True)
-    for e, a in zip((expected[0],) + tuple(expected[1]), (actual[0],) + tuple(actual[1])):
-        np.testing.assert_array_equal(np.isnan(a), np.isnan(e))
-        np.testing.assert_allclose(a, e, rtol=2e-5, atol=2e-6)
-
-
-@pytest.mark.uses_ops("lstm")
-def test_lstm_large_hidden_odd_batch(engine):
-    rng = np.random.default_rng(10)
-    params = lstm_params(rng, 33, 67, 1, 1, "both", np.float32)
-    x = rng.standard_normal((9, 13, 33)).astype(np.float32)
-    expected, actual = both(engine, "lstm", x, params)
-    assert_same_tree(expected, actual, rtol=1e-4, atol=1e-5)
 
 
 MATMUL_SHAPES = [((7,), (7,)), ((7,), (7, 3)), ((5, 7), (7,)), ((1, 1), (1, 1)), ((13, 7), (7, 9)),
@@ -288,24 +238,6 @@ def test_bad_arguments_are_the_ops_errors(engine):
                                                             None, None)])
 
 
-@pytest.mark.uses_ops("lstm")
-def test_lstm_matches_torch(engine):
-    torch = pytest.importorskip("torch")
-    rng = np.random.default_rng(13)
-    params = lstm_params(rng, 6, 8, 2, 2, "both", np.float32)
-    x = rng.standard_normal((4, 5, 6)).astype(np.float32)
-    module = torch.nn.LSTM(6, 8, num_layers=2, bidirectional=True, batch_first=True)
-    with torch.no_grad():
-        for k, p in enumerate(params):
-            suffix = f"l{k // 2}" + ("_reverse" if k % 2 else "")
-            for role, value in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), p):
-                getattr(module, f"{role}_{suffix}").copy_(torch.from_numpy(value))
-        y_t, (h_t, c_t) = module(torch.from_numpy(x))
-    y, (h, c) = run(engine, "lstm", x, params, batch_first=True, bidirectional=True)
-    for ours, theirs in ((y, y_t), (h, h_t), (c, c_t)):
-        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)
-
-
 @pytest.mark.uses_ops("matmul")
 @pytest.mark.parametrize("mode", ["strict", "bf16", "f16", "tf32"])
 @pytest.mark.parametrize("storage", [np.float16, "bfloat16"])
@@ -322,8 +254,6 @@ def test_16_bit_storage_under_every_fp_math_mode_matches_basic(engine, mode, sto
     assert results[engine].dtype == dtype
     assert_product(engine, results["basic"], results[engine], ulps=1)
 
-
-# --- device tensors; OPENCL's own f32 work on them and tiles ------------------------------------
 
 @pytest.mark.device_tensors
 @pytest.mark.uses_ops("matmul", "linear", "lstm")

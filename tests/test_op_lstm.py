@@ -1,10 +1,18 @@
-"""lstm on the BASIC engine against known values, plus every argument check."""
+"""lstm on the BASIC engine against known values, plus every argument check.
+
+Then every engine under test (see conftest) against BASIC: every option, 16-bit storage, f32
+weights and states with other input dtypes, NaN/Inf, odd sizes, inputs left untouched; float
+results within rounding. matmul and linear are in test_op_matmul.py, with the tests of
+device-resident inputs of all three."""
+import itertools
 import math
 
 import numpy as np
 import pytest
 
 import polyeng
+from polyeng.engine import dtypes as dt
+
 
 F64_TOL = dict(rtol=0, atol=1e-8)   # literals below carry 9 decimals
 F32_TOL = dict(rtol=0, atol=2e-6)
@@ -349,3 +357,164 @@ def test_matches_torch(layers, bidirectional, batch_first, bias):
     ty, (th, tc) = module(torch.from_numpy(x), (torch.from_numpy(h0), torch.from_numpy(c0)))
     for ours, theirs in ((y, ty), (h, th), (c, tc)):
         np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+# --- every engine against BASIC -------------------------------------------------------------------
+
+TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13)}
+
+
+def run_on(engine, op, *args, **kwargs):
+    with polyeng.compute_eng(engine, fallback=False):
+        return getattr(polyeng, op)(*args, **kwargs)
+
+
+def both(engine, op, *args, **kwargs):
+    return run_on("basic", op, *args, **kwargs), run_on(engine, op, *args, **kwargs)
+
+
+def eps(dtype):
+    return 2.0 ** -7 if np.dtype(dtype) == dt.bfloat16 else float(np.finfo(dtype).eps)
+
+
+def assert_same_tree(expected, actual, **tol):
+    if isinstance(expected, (tuple, list)):
+        assert len(expected) == len(actual)
+        for e, a in zip(expected, actual):
+            assert_same_tree(e, a, **tol)
+        return
+    actual = polyeng.to_numpy(actual)
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    if actual.dtype.kind in "biu":
+        np.testing.assert_array_equal(actual, expected)
+    else:
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), **tol)
+
+
+def lstm_params(rng, input_size, hidden, layers, dirs, bias, dtype):
+    params = []
+    for k in range(layers * dirs):
+        layer_in = input_size if k < dirs else dirs * hidden
+        w = lambda *s: rng.uniform(-0.6, 0.6, s).astype(dtype)   # noqa: E731
+        params.append((w(4 * hidden, layer_in), w(4 * hidden, hidden),
+                       w(4 * hidden) if bias else None, w(4 * hidden) if bias == "both" else None))
+    return params
+
+
+OPTIONS = list(itertools.product([1, 2], [False, True], [False, True], [False, True], [False, True],
+                                 ["both", "ih_only", None]))
+
+
+@pytest.mark.uses_ops("lstm")
+@pytest.mark.parametrize("hidden", [13, 35])   # 35: whole vectors of 16 hidden units and a remainder
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lstm_every_option_matches_basic(engine, dtype, hidden):
+    rng = np.random.default_rng(5)
+    seq, batch, input_size = 7, 3, 5
+    for layers, bidirectional, batch_first, unbatched, with_state, bias in OPTIONS:
+        dirs = 2 if bidirectional else 1
+        params = lstm_params(rng, input_size, hidden, layers, dirs, bias, dtype)
+        x_shape = (seq, input_size) if unbatched else (batch, seq, input_size) if batch_first \
+            else (seq, batch, input_size)
+        x = rng.standard_normal(x_shape).astype(dtype)
+        kwargs = {"batch_first": batch_first, "bidirectional": bidirectional}
+        if with_state:
+            state = (layers * dirs,) + ((hidden,) if unbatched else (batch, hidden))
+            kwargs["h0"] = rng.standard_normal(state).astype(dtype)
+            kwargs["c0"] = rng.standard_normal(state).astype(dtype)
+        expected, actual = both(engine, "lstm", x, params, **kwargs)
+        assert_same_tree(expected, actual, **TOL[np.dtype(dtype)])
+
+
+@pytest.mark.uses_ops("lstm")
+@pytest.mark.parametrize("dtype", [np.float16, dt.bfloat16])
+def test_lstm_16_bit_storage(engine, dtype):
+    rng = np.random.default_rng(6)
+    params = lstm_params(rng, 7, 19, 2, 2, "both", np.float32)
+    x = rng.standard_normal((5, 2, 7)).astype(dtype)
+    expected, actual = both(engine, "lstm", x, [tuple(a.astype(dtype) for a in p) for p in params],
+                            bidirectional=True)
+    assert_same_tree(expected, actual, rtol=2 * eps(dtype), atol=2 * eps(dtype))
+
+
+@pytest.mark.uses_ops("lstm")
+@pytest.mark.parametrize("dtype", [np.float16, dt.bfloat16, np.float64])
+def test_lstm_f32_weights_and_states_with_other_input_dtypes(engine, dtype):
+    # weights and states may be f32 whatever x is; the result keeps x's dtype
+    rng = np.random.default_rng(16)
+    params = lstm_params(rng, 6, 18, 2, 2, "both", np.float32)
+    params[1] = tuple(a.astype(dtype) for a in params[1])   # one direction in x's dtype
+    x = rng.standard_normal((4, 3, 6)).astype(dtype)
+    h0, c0 = (rng.standard_normal((4, 3, 18)).astype(np.float32) for _ in range(2))
+    expected, actual = both(engine, "lstm", x, params, h0, c0, bidirectional=True)
+    tol = 2 * eps(dtype) if dtype != np.float64 else 1e-6
+    assert_same_tree(expected, actual, rtol=tol, atol=tol)
+
+
+@pytest.mark.uses_ops("lstm")
+def test_lstm_leaves_inputs_untouched(engine):
+    rng = np.random.default_rng(7)
+    params = lstm_params(rng, 4, 6, 1, 2, "both", np.float32)
+    x = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    h0, c0 = rng.standard_normal((2, 2, 6)).astype(np.float32), rng.standard_normal((2, 2, 6)).astype(np.float32)
+    copies = [a.copy() for a in (x, h0, c0)]
+    run_on(engine, "lstm", x, params, h0, c0, bidirectional=True)
+    for before, after in zip(copies, (x, h0, c0)):
+        np.testing.assert_array_equal(before, after)
+
+
+@pytest.mark.uses_ops("lstm")
+@pytest.mark.parametrize("x_shape,batch_first", [((0, 3, 4), False), ((3, 0, 4), False), ((0, 4), False),
+                                                 ((3, 0, 4), True), ((0, 3, 4), True)])
+def test_lstm_zero_length_or_zero_batch(engine, x_shape, batch_first):
+    rng = np.random.default_rng(8)
+    params = lstm_params(rng, 4, 5, 2, 2, "both", np.float32)
+    x = np.zeros(x_shape, np.float32)
+    unbatched = len(x_shape) == 2
+    batch = 1 if unbatched else x_shape[0] if batch_first else x_shape[1]
+    state = (4, 5) if unbatched else (4, batch, 5)
+    h0, c0 = rng.standard_normal(state).astype(np.float32), rng.standard_normal(state).astype(np.float32)
+    for kwargs in ({}, {"h0": h0, "c0": c0}):
+        expected, actual = both(engine, "lstm", x, params, batch_first=batch_first, bidirectional=True, **kwargs)
+        assert_same_tree(expected, actual, rtol=0, atol=0)
+
+
+@pytest.mark.uses_ops("lstm")
+def test_lstm_nan_and_inf(engine):
+    rng = np.random.default_rng(9)
+    params = lstm_params(rng, 3, 7, 1, 2, "both", np.float32)
+    x = rng.standard_normal((4, 3, 3)).astype(np.float32)
+    x[1, 0, 0] = np.nan          # batch row 0 turns NaN from step 1 on (both directions)
+    x[2, 1, :] = 1e30            # batch row 1: saturated gates, finite states
+    x[:, 2, 1] = -np.inf         # batch row 2: +-inf pre-activations from the first step
+    expected, actual = both(engine, "lstm", x, params, bidirectional=True)
+    for e, a in zip((expected[0],) + tuple(expected[1]), (actual[0],) + tuple(actual[1])):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(e))
+        np.testing.assert_allclose(a, e, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.uses_ops("lstm")
+def test_lstm_large_hidden_odd_batch(engine):
+    rng = np.random.default_rng(10)
+    params = lstm_params(rng, 33, 67, 1, 1, "both", np.float32)
+    x = rng.standard_normal((9, 13, 33)).astype(np.float32)
+    expected, actual = both(engine, "lstm", x, params)
+    assert_same_tree(expected, actual, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.uses_ops("lstm")
+def test_lstm_matches_torch(engine):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(13)
+    params = lstm_params(rng, 6, 8, 2, 2, "both", np.float32)
+    x = rng.standard_normal((4, 5, 6)).astype(np.float32)
+    module = torch.nn.LSTM(6, 8, num_layers=2, bidirectional=True, batch_first=True)
+    with torch.no_grad():
+        for k, p in enumerate(params):
+            suffix = f"l{k // 2}" + ("_reverse" if k % 2 else "")
+            for role, value in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), p):
+                getattr(module, f"{role}_{suffix}").copy_(torch.from_numpy(value))
+        y_t, (h_t, c_t) = module(torch.from_numpy(x))
+    y, (h, c) = run_on(engine, "lstm", x, params, batch_first=True, bidirectional=True)
+    for ours, theirs in ((y, y_t), (h, h_t), (c, c_t)):
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=1e-5, atol=1e-6)

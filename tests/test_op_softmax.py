@@ -1,7 +1,9 @@
 """softmax / log_softmax on every engine under test (see conftest) against BASIC: every kernel
 path of the JIT engines (contiguous rows with and without a partial vector, lanes with full and
 partial 16-lane blocks, lengths built unrolled and run-time), any axis, 0-d and zero-size input,
-rows of -inf, +inf, NaN and huge values, device-resident inputs on engines that have them."""
+rows of -inf, +inf, NaN and huge values, device-resident inputs on engines that have them.
+
+First BASIC against known values, and the bad-axis rule."""
 import numpy as np
 import pytest
 
@@ -9,11 +11,45 @@ import polyeng
 from polyeng.engine import dtypes as dt
 from support import device_tensor_or_skip
 
+
 pytestmark = pytest.mark.uses_ops("softmax", "log_softmax")
 
 FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bfloat16}
 OPS = ("softmax", "log_softmax")
 
+
+# -- known values on BASIC -------------------------------------------------------------------------
+
+# The known values and argument rules are BASIC's: those tests take this fixture.
+@pytest.fixture
+def on_basic():
+    with polyeng.compute_eng("basic", fallback=False):
+        yield
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_softmax_known_values():
+    out = polyeng.softmax(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(out, [0.09003057317038046, 0.24472847105479767, 0.6652409557748219], rtol=1e-14)
+    out = polyeng.log_softmax(np.array([[1.0], [2.0], [3.0]], np.float32), axis=0)
+    np.testing.assert_allclose(out[:, 0], [-2.4076059644443806, -1.4076059644443806, -0.4076059644443806],
+                               rtol=1e-6)
+    big = polyeng.softmax(np.array([1000.0, 1000.0], np.float32))   # no overflow
+    assert big.tolist() == [0.5, 0.5]
+    assert np.isnan(polyeng.softmax(np.array([-np.inf, -np.inf]))).all()   # as torch
+    assert polyeng.softmax(np.float32(3.0), axis=0) == 1.0
+    assert polyeng.softmax(np.array([0.0, 0.0], dt.bfloat16)).dtype == dt.bfloat16
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_softmax_bad_axis():
+    with pytest.raises(ValueError, match=r"axis=2 is out of range .* 2 dimensions"):
+        polyeng.softmax(np.ones((2, 2)), axis=2)
+    with pytest.raises(ValueError, match=r"axis=-3"):
+        polyeng.log_softmax(np.ones((2, 2)), axis=-3)
+
+
+# -- every engine against BASIC --------------------------------------------------------------------
 
 def run(engine, op, x, axis):
     # BASIC's f32 result of a huge f16 log_softmax overflows f16 on the way back (-> -inf).

@@ -1,7 +1,9 @@
 """mean on every engine under test (see conftest) against BASIC: every axis form, keepdims,
 16-bit/f32/f64 storage, non-contiguous input, zero-size input; and the accuracy every engine
 (BASIC too) must reach: the rounding error does not grow with the number of values averaged, and
-16-bit inputs accumulate in f32."""
+16-bit inputs accumulate in f32.
+
+BASIC's known values and its comparison with PyTorch's CPU op are at the end."""
 import math
 import warnings
 
@@ -10,6 +12,13 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+
+try:
+    import torch
+except ImportError:   # only the comparisons with PyTorch need it: they skip, the other tests run
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="could not import 'torch'")
+
 
 pytestmark = pytest.mark.uses_ops("mean")
 
@@ -160,3 +169,53 @@ def test_f64_accuracy(engine):
     exact = math.fsum(x) / x.size
     got = float(mean(engine, x))
     assert abs(got - exact) <= 4 * np.finfo(np.float64).eps * abs(exact)
+
+
+# -- known values on BASIC, and BASIC against PyTorch ----------------------------------------------
+
+def basic(op, *args, **kwargs):
+    with polyeng.compute_eng("basic", fallback=False):
+        return getattr(polyeng, op)(*args, **kwargs)
+
+
+def test_known_values_of_mean_reshape_and_embedding():
+    x = np.arange(1.0, 13.0, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(basic("mean", x), 6.5)
+    np.testing.assert_array_equal(basic("mean", x, 0), [5.0, 6.0, 7.0, 8.0])
+    np.testing.assert_array_equal(basic("mean", x, 1, True), [[2.5], [6.5], [10.5]])
+    np.testing.assert_array_equal(basic("mean", x, (0, 1), True), [[6.5]])
+    np.testing.assert_array_equal(basic("reshape", x, (2, -1))[1], [7.0, 8.0, 9.0, 10.0, 11.0, 12.0])
+    np.testing.assert_array_equal(basic("embedding", np.array([2, 0, 2]), x), [x[2], x[0], x[2]])
+    np.testing.assert_array_equal(basic("div", np.array([7, -7, 1]), np.array([2, 2, 0])), [3.5, -3.5, np.inf])
+    assert basic("add", np.array([127], np.int8), 1).tolist() == [-128]
+
+
+def to_torch(a):
+    a = np.asarray(a)
+    if a.dtype == dt.bfloat16:   # torch reads no ml_dtypes array; every bf16 value is an f32 value
+        return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def from_torch(t):
+    if t.dtype == torch.bfloat16:
+        return t.float().numpy().astype(dt.bfloat16)
+    return t.numpy()
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", list(FLOATS))
+def test_mean_as_torch(dtype):
+    f = FLOATS[dtype]
+    x = (np.random.default_rng(5).standard_normal((6, 7, 300)) + 1).astype(f)
+    for axis in (None, 0, 2, -2, (0, 2)):
+        for keepdims in (False, True):
+            got = basic("mean", x, axis, keepdims)
+            dims = () if axis is None else axis
+            want = from_torch(torch.mean(to_torch(x), dim=dims if axis is not None else None, keepdim=keepdims)
+                              if axis is not None else torch.mean(to_torch(x)))
+            if axis is None and keepdims:
+                want = want.reshape(1, 1, 1)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2 * eps(f),
+                                       atol=2 * eps(f))

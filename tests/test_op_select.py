@@ -1,10 +1,14 @@
-"""Property tests for select's two-step broadcasting, dtype promotion and NaN isolation.
+"""select: BASIC against known values and the bad-argument rules; every engine under test (see
+conftest) against BASIC bit for bit (broadcasts, promotion, weak scalars, the unselected NaN);
+and property tests of its two-step broadcasting, dtype promotion and NaN isolation on every
+engine with a select kernel.
 
 The shape rule (select proposal, "shape infer"): ``then`` and ``else_`` broadcast to each other;
 ``cond`` then broadcasts one way to that shape -- aligned from the right, each cond dimension
 equal to the output's or 1, and no more dimensions than the output. ``auto_broadcast="none"``
-needs all three shapes equal.
-"""
+needs all three shapes equal."""
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -13,6 +17,110 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import polyeng
+from polyeng.engine import dtypes as dt
+from support import random_values as values
+
+
+# -- known values on BASIC -------------------------------------------------------------------------
+
+# The known values and argument rules are BASIC's: those tests take this fixture.
+@pytest.fixture
+def on_basic():
+    with polyeng.compute_eng("basic", fallback=False):
+        yield
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_select_two_step_broadcast_examples():
+    then = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    cond = np.eye(4, 5, dtype=bool)                       # {4,5} into {2,3,4,5}: ok
+    out = polyeng.select(cond, then, np.float32(-1))
+    assert out.shape == (2, 3, 4, 5) and out[1, 2, 3, 3] == then[1, 2, 3, 3] and out[0, 0, 0, 1] == -1
+    cond = np.zeros((3, 1, 5), bool)                      # {3,1,5} into {2,3,4,5}: ok
+    assert (polyeng.select(cond, then, np.zeros(5, np.float32)) == 0).all()
+    with pytest.raises(ValueError, match=r"cond \(3, 5\) does not broadcast one way"):
+        polyeng.select(np.ones((3, 5), bool), then, then)
+    # cond may not grow the output: then/else are (4,), cond (2, 4)
+    with pytest.raises(ValueError, match="may not add dimensions"):
+        polyeng.select(np.ones((2, 4), bool), np.ones(4), np.ones(4))
+    # then and else broadcast to each other first
+    out = polyeng.select(np.array([True, False]), np.array([[1.0], [2.0]]), np.array([10.0, 20.0]))
+    assert out.tolist() == [[1.0, 20.0], [2.0, 20.0]]
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_select_never_leaks_nan_and_promotes():
+    cond = np.array([True, False, True])
+    out = polyeng.select(cond, np.array([1, 2, 3], np.int8), np.array([np.nan, np.nan, np.nan], np.float16))
+    assert out.dtype == np.float16
+    assert out[0] == 1 and math.isnan(out[1]) and out[2] == 3
+    out = polyeng.select(~cond, np.full(3, np.nan, np.float32), np.array([4, 5, 6], np.float32))
+    assert out[0] == 4 and out[2] == 6
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_select_bad_arguments():
+    with pytest.raises(TypeError, match="cond has dtype int64.*bool"):
+        polyeng.select(np.array([1, 0]), np.ones(2), np.ones(2))
+    with pytest.raises(ValueError, match=r"then \(2,\) and else_ \(3,\) do not broadcast"):
+        polyeng.select(np.ones(2, bool), np.ones(2), np.ones(3))
+    with pytest.raises(ValueError, match="auto_broadcast='none' requires equal shapes"):
+        polyeng.select(np.ones(2, bool), np.ones(2), np.ones(1), auto_broadcast="none")
+    with pytest.raises(ValueError, match="auto_broadcast='bidirectional'"):
+        polyeng.select(np.ones(2, bool), np.ones(2), np.ones(2), auto_broadcast="bidirectional")
+    out = polyeng.select(np.ones(2, bool), np.ones(2), np.zeros(2), auto_broadcast="none")
+    assert out.tolist() == [1, 1]
+
+
+# -- every engine against BASIC --------------------------------------------------------------------
+
+def run(engine, op, *args, **kwargs):
+    with polyeng.compute_eng(engine, fallback=False):
+        return getattr(polyeng, op)(*args, **kwargs)
+
+
+def assert_same_bits(engine, op, *args, **kwargs):
+    expected = run("basic", op, *args, **kwargs)
+    actual = run(engine, op, *args, **kwargs)
+    assert type(actual) is np.ndarray
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert actual.flags.c_contiguous
+    assert actual.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+@pytest.mark.uses_ops("select")
+@pytest.mark.parametrize("cond_shape,then_shape,else_shape", [
+    ((2, 3, 4), (2, 3, 4), (2, 3, 4)), ((3, 1), (2, 3, 4), (4,)), ((4,), (2, 1, 4), (3, 1)),
+    ((), (5,), ()), ((1, 1), (1, 7), (3, 1)), ((2, 1, 1), (2, 3, 4), (1,)), ((), (), ()),
+    ((1, 3, 1, 5), (2, 3, 4, 5), (2, 1, 4, 1))])
+def test_select_broadcasting(engine, cond_shape, then_shape, else_shape):
+    rng = np.random.default_rng(8)
+    cond = rng.random(cond_shape) > 0.5
+    assert_same_bits(engine, "select", cond, values(rng, then_shape, np.float32), values(rng, else_shape, np.float32))
+    assert_same_bits(engine, "select", cond, values(rng, then_shape, np.int8), values(rng, else_shape, dt.bfloat16))
+
+
+@pytest.mark.uses_ops("select")
+def test_select_never_leaks_the_unselected_nan_and_keeps_scalars_weak(engine):
+    x = np.array([1.0, np.nan, -np.inf, 2.0], np.float16)
+    cond = np.array([True, False, True, False])
+    assert_same_bits(engine, "select", cond, x, 0.0)
+    assert_same_bits(engine, "select", ~cond, 5, x)
+    assert_same_bits(engine, "select", np.asfortranarray(np.ones((3, 4), bool)), np.ones((3, 4), np.int32), np.int32(7))
+    out = run(engine, "select", cond, x, 0.0)
+    assert out.dtype == np.float16 and not np.isnan(out).any()
+
+
+@pytest.mark.uses_ops("select")
+def test_select_none_mode_and_scalars(engine):
+    rng = np.random.default_rng(2)
+    cond, a, b = rng.random((5, 9)) > 0.5, values(rng, (5, 9), dt.bfloat16), values(rng, (5, 9), dt.bfloat16)
+    assert_same_bits(engine, "select", cond, a, b, auto_broadcast="none")
+    assert_same_bits(engine, "select", cond, a, 2.5)
+    assert_same_bits(engine, "select", cond, 7, values(rng, (5, 9), dt.int8))
+
+
+# -- properties ------------------------------------------------------------------------------------
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F16, F32, I8, BOOL = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int8), np.dtype(np.bool_)
@@ -48,7 +156,7 @@ def select(request):
 # Strategies
 # ---------------------------------------------------------------------------
 
-def values(dtype, shape):
+def value_arrays(dtype, shape):
     """Arrays of ``dtype`` with NaN, +-Inf and -0.0 among the floats; bf16 comes from f32 values."""
     if dtype == BOOL:
         elements = st.booleans()
@@ -103,8 +211,8 @@ def select_cases(draw):
     cond_shape = draw(cond_shapes(out_shape))
     then_dtype, else_dtype = draw(st.sampled_from(VALUE_DTYPES)), draw(st.sampled_from(VALUE_DTYPES))
     cond = maybe_strided(draw, draw(hnp.arrays(BOOL, cond_shape, fill=st.nothing())))
-    then = maybe_strided(draw, draw(values(then_dtype, then_shape)))
-    else_ = maybe_strided(draw, draw(values(else_dtype, else_shape)))
+    then = maybe_strided(draw, draw(value_arrays(then_dtype, then_shape)))
+    else_ = maybe_strided(draw, draw(value_arrays(else_dtype, else_shape)))
     return cond, then, else_
 
 
@@ -150,8 +258,8 @@ def none_mode_cases(draw):
         which = draw(st.integers(0, 2))
         shapes[which] = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3))
     dtypes = draw(st.sampled_from(VALUE_DTYPES)), draw(st.sampled_from(VALUE_DTYPES))
-    return (draw(hnp.arrays(BOOL, shapes[0], fill=st.nothing())), draw(values(dtypes[0], shapes[1])),
-            draw(values(dtypes[1], shapes[2])))
+    return (draw(hnp.arrays(BOOL, shapes[0], fill=st.nothing())), draw(value_arrays(dtypes[0], shapes[1])),
+            draw(value_arrays(dtypes[1], shapes[2])))
 
 
 @SETTINGS

@@ -1,13 +1,19 @@
-"""reshape and embedding on every engine under test (see conftest) and on BASIC.
-
-reshape follows numpy: one -1 inferred, an int or a tuple, the same data (no copy) where numpy
-returns a view, numpy's values for a non-contiguous input. embedding is ``weight[ids]`` bit for
-bit, for ids of any shape and both id dtypes, every float dtype and any layout."""
+"""embedding on every engine under test (see conftest) and on BASIC: ``weight[ids]`` bit for
+bit, for ids of any shape and both id dtypes, every float dtype and any layout; and BASIC
+against PyTorch's F.embedding (with reshape, which shares the test)."""
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+
+try:
+    import torch
+    F = torch.nn.functional
+except ImportError:   # only the comparison with PyTorch needs it: it skips, the other tests run
+    torch = F = None
+needs_torch = pytest.mark.skipif(torch is None, reason="could not import 'torch'")
+
 
 ALL_DTYPES = {dt.short_name(d): d for d in dt.SUPPORTED_DTYPES}
 FLOATS = {dt.short_name(d): d for d in dt.FLOAT_DTYPES}
@@ -32,73 +38,6 @@ def bits(a):
     """The stored bits of a float array, so -0.0 and NaN payloads count."""
     return np.ascontiguousarray(a).view(BITS[a.dtype.itemsize])
 
-
-# ---------------------------------------------------------------- reshape
-
-RESHAPES = [((24,), (2, 3, 4)), ((24,), -1), ((24,), 24), ((2, 3, 4), (4, -1)), ((2, 3, 4), (-1,)),
-            ((2, 3, 4), [3, 8]), ((2, 3, 4), (2, -1, 3)), ((6, 4), (1, 24, 1)), ((), (1, 1)), ((1, 1), ()),
-            ((1,), -1), ((0, 3), (3, 0)), ((0, 3), (-1, 3)), ((0, 3), (-1,)), ((5, 1031), (1031, 5)),
-            ((2, 3, 4), np.array([4, 6]))]
-
-
-def expected_shape(shape, target):
-    return np.empty(shape).reshape(tuple(target) if isinstance(target, (list, np.ndarray)) else target).shape
-
-
-def assert_reshape(run_on, x, target):
-    got = on(run_on, "reshape", x, target)
-    want = x.reshape(tuple(target) if isinstance(target, (list, np.ndarray)) else target)
-    assert type(got) is np.ndarray and got.dtype == x.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
-    return got
-
-
-@pytest.mark.uses_ops("reshape")
-@pytest.mark.parametrize("dtype", list(ALL_DTYPES))
-def test_reshape_matches_numpy(engine, dtype):
-    for shape, target in RESHAPES:
-        x = values(shape, ALL_DTYPES[dtype])
-        got = assert_reshape(engine, x, target)
-        assert got.shape == expected_shape(shape, target) == on("basic", "reshape", x, target).shape
-
-
-def assert_views_where_numpy_makes_them(run_on):
-    """No data is copied where numpy would return a view: writing through the result changes the input."""
-    base = np.arange(48, dtype=np.float32)
-    for x, target in [(base, (6, -1)), (base.reshape(4, 12), (2, 2, 12)), (base[::2], (4, 6)),
-                      (base.reshape(4, 12)[:, ::3], (8, 2)), (base[::-1], (3, 16)), (base.reshape(4, 12)[1:3], -1),
-                      (base.reshape(4, 12).T, -1)]:
-        numpy_view = np.shares_memory(x, x.reshape(target))
-        got = assert_reshape(run_on, x, target)
-        assert np.shares_memory(got, x) == numpy_view, (run_on, x.strides, target)
-        if numpy_view:
-            first, kept = (0,) * x.ndim, x[(0,) * x.ndim]
-            got[(0,) * got.ndim] = -1.0
-            assert x[first] == -1.0
-            x[first] = kept
-
-
-def test_reshape_is_a_view_where_numpy_makes_one_on_basic():
-    assert_views_where_numpy_makes_them("basic")
-
-
-@pytest.mark.uses_ops("reshape")
-def test_reshape_is_a_view_where_numpy_makes_one(engine):
-    assert_views_where_numpy_makes_them(engine)
-
-
-@pytest.mark.uses_ops("reshape")
-def test_reshape_of_non_contiguous_input_gives_numpys_values(engine):
-    base = values((6, 8, 5), np.float32)
-    for x in (base.transpose(2, 0, 1), base[::-1, :, ::2], base[:, 1::3], np.broadcast_to(base[:1], base.shape),
-              np.asfortranarray(base)):
-        assert not x.flags.c_contiguous
-        for target in ((-1,), (x.shape[0], -1), (2, -1, x.shape[-1]), (x.size,)):
-            assert_reshape(engine, x, target)
-            assert_reshape("basic", x, target)
-
-
-# ---------------------------------------------------------------- embedding
 
 def weight_table(rows, dim, dtype, seed=0):
     """Rows of random values, with -0.0, +-inf, a NaN with a payload and the smallest subnormal
@@ -158,3 +97,52 @@ def test_embedding_of_a_one_column_and_a_one_row_table(engine):
         got = on(engine, "embedding", ids, w)
         assert got.dtype == w.dtype and got.shape == (2, 2, w.shape[1])
         np.testing.assert_array_equal(bits(got), bits(w[ids]))
+
+
+# -- BASIC against PyTorch -------------------------------------------------------------------------
+
+def basic(op, *args, **kwargs):
+    with polyeng.compute_eng("basic", fallback=False):
+        return getattr(polyeng, op)(*args, **kwargs)
+
+
+def to_torch(a):
+    a = np.asarray(a)
+    if a.dtype == dt.bfloat16:   # torch reads no ml_dtypes array; every bf16 value is an f32 value
+        return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def from_torch(t):
+    if t.dtype == torch.bfloat16:
+        return t.float().numpy().astype(dt.bfloat16)
+    return t.numpy()
+
+
+def special_values(dtype):
+    big = 60000.0 if np.dtype(dtype) == np.float16 else 1e38
+    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1000.0, -1000.0, big, -big, 20.0, -20.0, 1e-3],
+                    np.float64).astype(dtype)
+
+
+def sample(op, shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape) * 3
+    if op == "sqrt":
+        x = np.abs(x)
+    return x.astype(dtype)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", list(FLOATS))
+def test_reshape_and_embedding_as_torch(dtype):
+    f = FLOATS[dtype]
+    x = sample("add", (4, 6, 5), f, 6)
+    for target in ((-1,), (6, -1), (2, 3, 4, 5), (120, 1)):
+        assert np.array_equal(basic("reshape", x, target), from_torch(to_torch(x).reshape(target)))
+    weight = np.concatenate([sample("add", (9, 7), f, 7), special_values(f)[:7][None]])
+    for ids in (np.array(3), np.array([9, 0, 9, 2]), np.arange(30).reshape(2, 3, 5) % 10, np.zeros((2, 0), np.int32)):
+        got = basic("embedding", ids, weight)
+        want = from_torch(F.embedding(torch.from_numpy(ids.astype(np.int64)), to_torch(weight)))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))

@@ -4,7 +4,11 @@ Where numpy / ml_dtypes convert with a single correct rounding (f32 -> bf16, f32
 f64 -> f32) they are the reference; f64 -> bf16 and integers -> bf16 are checked against
 `exact_round`, an integer-arithmetic rounding written here, because ml_dtypes takes
 f64 -> bf16 through f32 and can round twice.
-"""
+
+First BASIC against known values and the bad-dtype rule; at the end, cast on every engine under
+test (see conftest) bit for bit against BASIC, for every source dtype and target float type:
+the pairs, layouts, sizes past a vector or work item's run, integer and special inputs,
+same-dtype copies and, on engines with device tensors (OPENCL), device-resident inputs."""
 import warnings
 
 import ml_dtypes
@@ -12,11 +16,46 @@ import numpy as np
 import pytest
 
 import polyeng
+from polyeng.engine import dtypes as dt
+from support import device_tensor_or_skip
 
+
+pytestmark = pytest.mark.uses_ops("cast")
+
+
+# -- known values on BASIC -------------------------------------------------------------------------
+
+# The known values and argument rules are BASIC's: those tests take this fixture.
+@pytest.fixture
+def on_basic():
+    with polyeng.compute_eng("basic", fallback=False):
+        yield
+
+
+@pytest.mark.usefixtures("on_basic")
+def test_cast_rounds_to_nearest_even():
+    x = np.array([1 + 2 ** -8, 1 + 3 * 2 ** -8, 1 + 2 ** -8 + 2 ** -30, -(1 + 2 ** -8 + 2 ** -30),
+                  np.inf, -np.inf, 3.5e38, 1e-40])
+    out = polyeng.cast(x, polyeng.bfloat16)
+    assert out.dtype == dt.bfloat16
+    # ties go to even; just above a tie goes up even from f64 (no double rounding through f32)
+    assert out.astype(np.float64).tolist()[:6] == [1.0, 1 + 2 ** -6, 1 + 2 ** -7, -(1 + 2 ** -7), np.inf, -np.inf]
+    assert out.astype(np.float64)[6] == np.inf           # overflow -> inf
+    assert out.astype(np.float64)[7] == pytest.approx(1e-40, rel=2 ** -7)   # subnormal kept
+    assert np.isnan(polyeng.cast(np.array([np.nan]), "bf16").astype(np.float32)).all()
+    assert polyeng.cast(np.array([65520.0], np.float32), "f16")[0] == np.inf
+    assert polyeng.cast(np.array([1, 2], np.int8), "float32").tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError, match="dtype=int32: cast converts to a floating-point type"):
+        polyeng.cast(np.ones(2), "int32")
+    with pytest.raises(TypeError, match="dtype='float8'"):
+        polyeng.cast(np.ones(2), "float8")
+
+
+# -- rounding to nearest even, on every engine with a cast kernel ----------------------------------
 
 # The references' own conversions of NaN and out-of-range values warn under numpy's default
 # error settings; cast itself must not (test_no_floating_point_warnings).
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def quiet_references():
     with np.errstate(over="ignore", invalid="ignore"):
         yield
@@ -143,6 +182,7 @@ def random_f64_near(rng, target, n=200_000):
 # The reference is right: it agrees with every conversion known to round once
 # ---------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("quiet_references")
 def test_reference_matches_single_rounding_conversions():
     rng = np.random.default_rng(1)
     f32 = np.concatenate([random_f32(rng, 50_000), tie_sweep(BF16, F32), tie_sweep(F16, F32)])
@@ -158,6 +198,7 @@ def test_reference_matches_single_rounding_conversions():
 # cast against the references
 # ---------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("quiet_references")
 @pytest.mark.parametrize("target", [BF16, F16], ids=["bf16", "f16"])
 def test_f32_sweep(cast, target):
     rng = np.random.default_rng(20240601)
@@ -167,30 +208,35 @@ def test_f32_sweep(cast, target):
     assert_same_bits(got, x.astype(target))   # ml_dtypes for bf16, numpy for f16: one rounding
 
 
+@pytest.mark.usefixtures("quiet_references")
 def test_f64_to_f16_sweep(cast):
     rng = np.random.default_rng(7)
     x = np.concatenate([np.array(SPECIALS, F64), tie_sweep(F16, F64), random_f64_near(rng, F16)])
     assert_same_bits(cast(x, F16), x.astype(F16))
 
 
+@pytest.mark.usefixtures("quiet_references")
 def test_f64_to_bf16_sweep(cast):
     rng = np.random.default_rng(11)
     x = np.concatenate([np.array(SPECIALS, F64), tie_sweep(BF16, F64), random_f64_near(rng, BF16)])
     assert_same_bits(cast(x, BF16), exact_round(x, BF16))
 
 
+@pytest.mark.usefixtures("quiet_references")
 def test_f64_to_f32_sweep(cast):
     rng = np.random.default_rng(13)
     x = np.concatenate([np.array(SPECIALS, F64), random_f64_near(rng, F32)])
     assert_same_bits(cast(x, F32), x.astype(F32))
 
 
+@pytest.mark.usefixtures("quiet_references")
 @pytest.mark.parametrize("source,target", [(BF16, F16), (F16, BF16)], ids=["bf16->f16", "f16->bf16"])
 def test_every_16_bit_pattern_between_16_bit_types(cast, source, target):
     x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(source)
     assert_same_bits(cast(x, target), exact_round(x.astype(F64), target))
 
 
+@pytest.mark.usefixtures("quiet_references")
 def test_double_rounding_case_goes_up():
     """1 + 2**-8 + 2**-30 lies above the bf16 tie at 1 + 2**-8, so it rounds up; through f32
     it first becomes the tie itself (the 2**-30 is lost), which then rounds to even: 1."""
@@ -236,6 +282,7 @@ def case_input(case, source):
     return source.type(case)
 
 
+@pytest.mark.usefixtures("quiet_references")
 @pytest.mark.parametrize("target,cases", [(F16, F16_CASES), (BF16, BF16_CASES)], ids=["f16", "bf16"])
 @pytest.mark.parametrize("source", [F32, F64], ids=["from_f32", "from_f64"])
 def test_literal_edges(cast, source, target, cases):
@@ -246,6 +293,7 @@ def test_literal_edges(cast, source, target, cases):
     assert np.signbit(got.astype(F64)).tolist() == np.signbit(want.astype(F64)).tolist()
 
 
+@pytest.mark.usefixtures("quiet_references")
 @pytest.mark.parametrize("target", [BF16, F16, F32, F64], ids=["bf16", "f16", "f32", "f64"])
 @pytest.mark.parametrize("source", [F32, F64], ids=["f32", "f64"])
 def test_nan_stays_nan_and_sign_of_zero_kept(cast, source, target):
@@ -262,6 +310,7 @@ def test_nan_stays_nan_and_sign_of_zero_kept(cast, source, target):
 # Integer and bool sources
 # ---------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("quiet_references")
 @pytest.mark.parametrize("target", [BF16, F16, F32, F64], ids=["bf16", "f16", "f32", "f64"])
 def test_int8_all_values_exact(cast, target):
     x = np.arange(-128, 128, dtype=np.int8)
@@ -270,6 +319,7 @@ def test_int8_all_values_exact(cast, target):
     np.testing.assert_array_equal(got.astype(F64), np.arange(-128, 128))
 
 
+@pytest.mark.usefixtures("quiet_references")
 @pytest.mark.parametrize("target", [BF16, F16, F32], ids=["bf16", "f16", "f32"])
 def test_int32_rounds_to_nearest_even(cast, target):
     rng = np.random.default_rng(3)
@@ -289,6 +339,7 @@ def test_int32_rounds_to_nearest_even(cast, target):
         assert_same_bits(got, x.astype(target))
 
 
+@pytest.mark.usefixtures("quiet_references")
 def test_int32_literals(cast):
     # 2**24 + 2**16 + 1 is just above a bf16 tie; through f32 it would become the tie (ml_dtypes)
     x = np.array([257, 259, 2**24 + 1, 65520, 65519, -(2**31), 2**24 + 2**16 + 1], np.int32)
@@ -300,6 +351,7 @@ def test_int32_literals(cast):
                                   [257, 259, 2**24, 65520, 65519, -(2**31), 2**24 + 2**16])
 
 
+@pytest.mark.usefixtures("quiet_references")
 @pytest.mark.parametrize("target", [BF16, F16, F32, F64], ids=["bf16", "f16", "f32", "f64"])
 def test_bool(cast, target):
     got = cast(np.array([[True, False], [False, True]]), target)
@@ -307,6 +359,7 @@ def test_bool(cast, target):
     np.testing.assert_array_equal(got.astype(F64), [[1, 0], [0, 1]])
 
 
+@pytest.mark.usefixtures("quiet_references")
 def test_int64_beyond_2_53_to_bf16(cast):
     # 2**62 + 2**54 + 1 is above the bf16 tie at 2**62 + 2**54; in f64 it becomes the tie
     x = np.array([2**62 + 2**54 + 1, -(2**62 + 2**54 + 1), 2**62 + 2**54, -(2**63), 2**63 - 1], np.int64)
@@ -319,6 +372,7 @@ def test_int64_beyond_2_53_to_bf16(cast):
 # Shape, layout, names
 # ---------------------------------------------------------------------------
 
+@pytest.mark.usefixtures("quiet_references")
 def test_shape_layout_and_dtype_names(cast):
     x = (np.arange(24, dtype=F64).reshape(2, 3, 4) * (1 + 2**-8 + 2**-30)).transpose(2, 0, 1)[::-1]
     for name in ("bf16", "bfloat16", BF16, polyeng.bfloat16):
@@ -329,6 +383,7 @@ def test_shape_layout_and_dtype_names(cast):
     assert_same_bits(cast(np.float64(1 + 2**-8 + 2**-30), "bf16"), np.array(1 + 2**-7, BF16))
 
 
+@pytest.mark.usefixtures("quiet_references")
 def test_no_floating_point_warnings(cast):
     """Overflow to Inf and NaN are defined results, even under np.errstate(all="raise")."""
     x = np.array([1e300, -1e300, np.nan, 70000.0, 1e-300], F64)
@@ -339,7 +394,97 @@ def test_no_floating_point_warnings(cast):
             assert np.isinf(got[:2]).all() and np.isnan(got[2]) and got[4] == 0
 
 
+@pytest.mark.usefixtures("quiet_references")
 @pytest.mark.parametrize("bad", [np.int8, "int32", np.bool_])
 def test_non_float_target_rejected(bad):
     with pytest.raises(TypeError, match="dtype"):
         polyeng.cast(np.ones(3, F32), bad)
+
+
+# -- every engine bit for bit against BASIC --------------------------------------------------------
+
+TARGETS = [dt.float16, dt.bfloat16, dt.float32, dt.float64]
+UINT_OF_SIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def run(engine, x, dtype):
+    with polyeng.compute_eng(engine, fallback=False), np.errstate(all="ignore"):
+        return polyeng.cast(x, dtype)
+
+
+def source_values(dtype):
+    rng = np.random.default_rng(0)
+    if dtype == dt.bool_:
+        return rng.random(101) > 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        edges = [info.min, info.max, 0, 1, -1, 255, 256, 65504, 65519, 65520, 2 ** 24 + 1, 2 ** 24 + 3,
+                 2 ** 31 - 1, 2 ** 53 + 1, (2 ** 24 + 1) << 30, ((2 ** 23 + 1) << 40) + 1, -((2 ** 24 + 3) << 20)]
+        edges = [v for v in edges if info.min <= v <= info.max]
+        spread = rng.integers(info.min, info.max, size=200, dtype=dtype, endpoint=True)
+        return np.concatenate([np.array(edges, dtype), spread])
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 65504.0, 65520.0, 65519.99, 3.4e38, -3.4e38,
+                1e-8, 6e-8, 2.0 ** -24, 2.0 ** -25, 1 + 2.0 ** -8, 1 + 2.0 ** -8 + 2.0 ** -40, 1e-45, 1e-300, 1e300]
+    with np.errstate(all="ignore"):
+        values = np.concatenate([np.array(specials), rng.standard_normal(300) * 10.0 ** rng.integers(-8, 8, 300)])
+        return values.astype(dtype)
+
+
+def assert_bits_match(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    nan = np.isnan(want.astype(np.float64))
+    np.testing.assert_array_equal(np.isnan(got.astype(np.float64)), nan)
+    kind = UINT_OF_SIZE[want.dtype.itemsize]
+    np.testing.assert_array_equal(got.view(kind)[~nan], want.view(kind)[~nan])
+
+
+SOURCES = [dt.float16, dt.bfloat16, dt.float32, dt.float64, dt.int8, dt.uint8, dt.int32, dt.int64, dt.bool_]
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=dt.short_name)
+@pytest.mark.parametrize("source", SOURCES, ids=dt.short_name)
+def test_bit_identical_to_basic(engine, source, target):
+    x = source_values(source)
+    assert_bits_match(run(engine, x, target), run("basic", x, target))
+
+
+@pytest.mark.parametrize("target", [dt.bfloat16, dt.float16], ids=dt.short_name)
+def test_layouts_and_shapes(engine, target):
+    x = source_values(dt.float64)[:300].reshape(10, 30)
+    for view in (x.T, x[:, ::3], x[::-1], x[3, 4], x.reshape(2, 5, 30)[:, 1:4]):
+        got = run(engine, view, target)
+        assert got.shape == np.shape(view)
+        assert_bits_match(np.asarray(got), np.asarray(run("basic", view, target)))
+
+
+@pytest.mark.parametrize("size", [1, 15, 16, 17, 255, 257, 4097])
+def test_sizes_around_runs_and_groups(engine, size):
+    x = (np.random.default_rng(size).standard_normal(size) * 1e4).astype(np.float32)
+    x[::7] = np.nan
+    for target in (dt.bfloat16, dt.float16, dt.float64):
+        assert_bits_match(run(engine, x, target), run("basic", x, target))
+
+
+def test_same_dtype_is_a_copy(engine):
+    x = np.arange(6, dtype=np.float32)
+    y = run(engine, x, "f32")
+    assert y.dtype == x.dtype and not np.shares_memory(x, y)
+    np.testing.assert_array_equal(x, y)
+    payloads = np.array([0x7FC00001, 0xFF800123, 0x7F800001], np.uint32).view(np.float32)   # NaN payloads
+    assert run(engine, payloads, np.float32).view(np.uint32).tolist() == payloads.view(np.uint32).tolist()
+
+
+@pytest.mark.device_tensors
+@pytest.mark.parametrize("target", TARGETS, ids=dt.short_name)
+@pytest.mark.parametrize("source", SOURCES, ids=dt.short_name)
+def test_device_inputs_give_device_results(engine, source, target):
+    x = source_values(source)
+    t = device_tensor_or_skip(x, engine)
+    got = run(engine, t, target)
+    assert type(got) is type(t) and got.shape == x.shape and got.dtype == target
+    assert_bits_match(polyeng.to_numpy(got), run("basic", x, target))
+
+
+def test_bad_target_is_rejected_before_any_kernel(engine):
+    with pytest.raises(TypeError, match="dtype"):
+        run(engine, np.ones(3, np.float32), np.int32)
