@@ -68,7 +68,7 @@ def _wins(v, m):
 
 # The vectorized passes read tap j of columns [lo, hi) at ``ow * stride + j * dilation -
 # padding``: that window arithmetic is inlined here for speed (a table lookup per element
-# would stop LLVM vectorizing); tests/test_pooling_engines.py, which compares every engine
+# would stop LLVM vectorizing); tests/test_op_pooling.py, which compares every engine
 # with BASIC, guards it against the prepared geometry.
 @inline
 def _max_pass(orow, irow, xrow, lo, hi, step, shift, base, want_index):

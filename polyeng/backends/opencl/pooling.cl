@@ -82,7 +82,7 @@ __kernel void max_pool(__global const word *x, __global word *y,
 // computed and not stored.
 // Each tap's coordinate (window start + tap offset * dilation) and its bounds test are
 // inlined in the loops below for speed, where a table lookup per tap and lane would cost
-// more; tests/test_pooling_engines.py, which compares every engine with BASIC, guards them.
+// more; tests/test_op_pooling.py, which compares every engine with BASIC, guards them.
 inline realv tap16(__global const elem *x, size_t row, long p0, long W, long step, int lanes, long avail,
                    int16 *valid) {
     // the vector path reads up to step * 16 elements from p0: lanes past `lanes` (not stored)
