@@ -72,11 +72,8 @@ def run_ops(args) -> int:
     progress = Progress(quiet=args.quiet)
     report = op_bench.run_bench(wanted, dtypes, engines, scale=args.scale, repeat=args.repeat, threads=args.threads,
                                 with_torch=not args.no_torch, progress=progress)
-    progress.finish(f"polyeng bench: {len(report['results'])} case runs on {', '.join(report['engines'])} "
-                    f"in {time.perf_counter() - start:.1f} s")
-    print(op_report.table(report))
-    write_outputs(args, report, op_report.chart, plot_format)
-    return 0
+    return _finish(args, start, progress, report, op_report, plot_format,
+                   f"polyeng bench: {len(report['results'])} case runs on {', '.join(report['engines'])}")
 
 
 def run_models(args) -> int:
@@ -94,10 +91,16 @@ def run_models(args) -> int:
     progress = Progress(quiet=args.quiet)
     report = model_bench.run_models(files, repeat=args.repeat, threads=args.threads, with_torch=not args.no_torch,
                                     progress=progress)
-    progress.finish(f"polyeng bench --models: {len(report['results'])} files on {', '.join(report['runners'])} "
-                    f"in {time.perf_counter() - start:.1f} s")
-    print(model_bench.table(report))
-    write_outputs(args, report, model_bench.chart, plot_format)
+    return _finish(args, start, progress, report, model_bench, plot_format,
+                   f"polyeng bench --models: {len(report['results'])} files on {', '.join(report['runners'])}")
+
+
+def _finish(args, start, progress, report, kind, plot_format, summary: str) -> int:
+    """The summary line, the table and the files asked for; ``kind`` is the module with the
+    benchmark's ``table`` and ``chart``."""
+    progress.finish(f"{summary} in {time.perf_counter() - start:.1f} s")
+    print(kind.table(report))
+    write_outputs(args, report, kind.chart, plot_format)
     return 0
 
 
