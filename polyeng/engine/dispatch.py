@@ -104,7 +104,9 @@ class BoundPlan:
         does both once for all its nodes)."""
         if level is None:
             level = verbose.level()
-        if self.direct and not level:   # the common case, with nothing to convert, move or record
+        # The common case, with nothing to convert, move or record: the kernel call of ``_run_steps``
+        # written out here, since a call more would cost a graph node a tenth of its overhead.
+        if self.direct and not level:
             prepared = self.prepared
             try:
                 if not quiet:
