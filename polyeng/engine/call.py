@@ -89,6 +89,11 @@ def tensors_of(args: dict) -> dict:
     return found
 
 
+def is_device_tensor(value) -> bool:
+    """Whether ``value`` is an engine's device tensor (an array-like with a shape that numpy does not own)."""
+    return hasattr(value, "shape") and not isinstance(value, (np.ndarray, np.generic))
+
+
 def _is_numpy(value) -> bool:
     return isinstance(value, (np.ndarray, np.generic))
 

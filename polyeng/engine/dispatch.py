@@ -4,11 +4,12 @@ validate arguments -> decide (selector) -> convert under fp math -> run kernel a
 its result (falling back when either fails) -> record (verbose).
 
 ``run`` validates and takes the call signature's ``BoundPlan`` (``plan_for``); the bound plan's
-``execute`` does the rest, for direct calls and graph nodes alike. What the arguments and
-results need around the kernel is ``kernel_io``'s.
+``execute`` does the rest, for direct calls and graph nodes alike. What the arguments need
+before the kernel (conversion, transfers) is ``kernel_args``'s.
 """
 from __future__ import annotations
 
+import contextvars
 import inspect
 import sys
 import time
@@ -17,14 +18,49 @@ import numpy as np
 
 from ..ops import catalogue
 from ..ops.catalogue import OpSpec
+from . import dtypes as dt
 from . import array_handlers, fpmath, mixed_precision, plan_cache, trace_hook, verbose
-from .call import Call, tensors_of
-from .kernel_io import (WrongResult, call_quietly, checked_result, compute_arguments, host_arguments, needs_conversion,
-                        needs_host)
+from .call import Call, is_device_tensor, map_arrays, tensors_of
+from .kernel_args import compute_arguments, host_arguments, needs_conversion, needs_host
 from .errors import EngineError, FallbackWarning, warn_once
 from .plugins import registry
 from .selector import ACCEPTED, CHOSEN, NOT_PROBED, Decision, choose_engine, verdict
 from .settings import current_scope
+
+
+try:   # numpy >= 2 keeps its error state in a context variable; setting it directly costs
+    # 0.3 µs where ``np.errstate`` costs 1.2 µs, a quarter of the dispatch budget
+    from numpy._core._ufunc_config import _extobj_contextvar as _error_state
+    from numpy._core.umath import _make_extobj
+    _IGNORE_ALL = _make_extobj(all="ignore")
+except Exception:   # another numpy: the public context manager
+    _error_state = None
+
+
+def ignore_fp_errors() -> None:
+    """numpy's floating-point warnings off in the current context (a graph run sets it once in
+    its own context copy for all its nodes; IEEE results are the defined outcome)."""
+    if _error_state is not None:
+        _error_state.set(_IGNORE_ALL)
+    else:
+        np.seterr(all="ignore")
+
+
+def call_quietly(kernel, prepared, kwargs):
+    """The kernel called with numpy's floating-point warnings off: IEEE results (inf, nan) are
+    the defined outcome, not kernel failures, whatever the caller's numpy settings are.
+    Built-in kernels take the prepared facts first; plugin kernels the keyword arguments only."""
+    if _error_state is None:
+        with np.errstate(all="ignore"):
+            return kernel.fn(prepared, **kwargs) if kernel.prepared else kernel.fn(**kwargs)
+    # run in a copy of the context: the caller's error state is never changed, so no signal can
+    # land between a change and its undoing (and this costs no more than setting and resetting)
+    return contextvars.copy_context().run(_ignoring_errors, kernel, prepared, kwargs)
+
+
+def _ignoring_errors(kernel, prepared, kwargs):
+    _error_state.set(_IGNORE_ALL)
+    return kernel.fn(prepared, **kwargs) if kernel.prepared else kernel.fn(**kwargs)
 
 
 def make_call(spec: OpSpec, args: dict) -> Call:
@@ -208,6 +244,58 @@ def run(spec: OpSpec, **kwargs):
     reg = registry()   # one snapshot per call, even if a plugin registers meanwhile
     args = spec.validate(**kwargs)
     return plan_for(spec, args, reg).execute(args)
+
+
+class WrongResult(Exception):
+    """A kernel returned something other than the op's result: a kernel failure like any other."""
+
+
+def checked_result(result, prepared):
+    """``result`` as the caller gets it (see ``_to_storage``), or WrongResult when it is not what
+    the op returns: the first result (the only one, or the first of a tuple) must be an array of
+    the prepared shape in the storage dtype (any float dtype for float storage: it is converted),
+    and any further results arrays."""
+    first = result
+    while type(first) is tuple and first:
+        first = first[0]
+    if not _is_array(first):
+        raise WrongResult(f"returned {_described(result)}; expected an array of shape {prepared.shape}")
+    if tuple(first.shape) != prepared.shape:
+        raise WrongResult(f"returned a result of shape {tuple(first.shape)}; expected {prepared.shape}")
+    got, want = np.dtype(first.dtype), prepared.dtype
+    if got != want and not (got in dt.FLOAT_DTYPES and want in dt.FLOAT_DTYPES):
+        raise WrongResult(f"returned a result of dtype {got.name}; expected {want.name}")
+    if first is not result:
+        others = []
+        map_arrays(result, others.append, lambda v: type(v) is not tuple)
+        for other in others:
+            if not _is_array(other):
+                raise WrongResult(f"returned {_described(other)} among its results; expected arrays")
+    return _to_storage(result, want)
+
+
+def _is_array(value) -> bool:
+    return isinstance(value, (np.ndarray, np.generic)) or (is_device_tensor(value) and hasattr(value, "dtype"))
+
+
+def _described(value) -> str:
+    if isinstance(value, (np.ndarray, np.generic)):
+        return f"a {value.dtype.name} array"
+    return f"a {type(value).__name__}" if value is not None else "None"
+
+
+def _to_storage(result, storage):
+    """Results as numpy arrays (never numpy scalars) with float results in the caller's storage
+    dtype: down-conversion stays hidden, and a kernel's f32 work comes back as f16/bf16."""
+    def fix(a):
+        if is_device_tensor(a):
+            return a   # stays on its device; its engine wrote it in the storage dtype
+        a = np.asarray(a)
+        if a.dtype != storage and a.dtype in dt.FLOAT_DTYPES and storage in dt.FLOAT_DTYPES:
+            with np.errstate(over="ignore"):   # beyond the 16-bit range is inf, as in the kernel
+                return a.astype(storage)
+        return a
+    return map_arrays(result, fix)
 
 
 def _warn_fallback(op: str, engine: str, reason: str, next_engine: str, stacklevel: int) -> None:

@@ -23,7 +23,6 @@ import threading
 
 
 from ..engine import dispatch, mixed_precision, verbose
-from ..engine.kernel_io import ignore_fp_errors
 from ..engine import fpmath
 from ..engine.call import map_arrays
 from ..engine.plan_cache import _Uncacheable, _signature
@@ -131,7 +130,7 @@ class Program:
         return contextvars.copy_context().run(self._run, inputs, observe)
 
     def _run(self, inputs, observe):
-        ignore_fp_errors()   # once for every node of the run, in this run's own context
+        dispatch.ignore_fp_errors()   # once for every node of the run, in this run's own context
         reg = registry()
         engine = _device_engine(inputs, reg)
         env = self.environment(inputs, self._device_constants(engine, reg) if engine else self.constants)
