@@ -9,6 +9,7 @@ from .engine.plugins import register_backend, unregister_backend
 from .engine.settings import Settings, bind, compute_eng, current_settings, get_compute_eng, set_compute_eng
 from .engine.fpmath import FpMathMode, fp_math_mode, get_fp_math_mode, set_default_fp_math_mode
 from .engine.verbose import verbose
+from .engine.threads import get_num_threads, num_threads, set_num_threads
 from .engine.dispatch import explain
 from . import amp
 from .ops import catalogue as _catalogue
@@ -20,6 +21,7 @@ __all__ = [
     "compute_eng", "current_settings", "engines", "Settings",
     "explain", "fp_math_mode", "get_compute_eng", "get_fp_math_mode", "hookimpl", "register_backend",
     "set_compute_eng", "set_default_fp_math_mode", "to_device", "to_numpy", "unregister_backend", "verbose",
+    "get_num_threads", "num_threads", "set_num_threads",
     "bfloat16", "bool_", "float16", "float32", "float64", "int8", "int32", "int64", "uint8",
 ]
 

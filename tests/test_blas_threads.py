@@ -1,7 +1,8 @@
 """Small numpy products of matmul, linear and lstm run with OpenBLAS on the calling thread: on
 a busy machine OpenBLAS's worker threads wait for a core, and a 0.1 ms product took tens of
-milliseconds. The count is restored afterwards; large products keep OpenBLAS's threads.
-Speed itself is measured by ``benchmarks/contention.py``."""
+milliseconds. Large products run on polyeng's thread budget, never above the count OpenBLAS had.
+The count is restored afterwards. Speed itself is measured by ``benchmarks/contention.py`` and
+``benchmarks/threads.py``."""
 import os
 import threading
 
@@ -86,11 +87,19 @@ def test_the_count_is_restored_when_the_product_raises(fake, monkeypatch):
     (ones(2048, 64), ones(64, 64)),          # 2**23 multiply-adds: SMALL_WORK
     (ones(4, 64, 128), ones(128, 256)),      # 2**23 in 4 products of 2**21: the call counts
 ])
-def test_large_products_keep_openblas_threads(fake, monkeypatch, a, b):
+def test_large_products_run_on_the_thread_budget(fake, monkeypatch, a, b):
     assert a.size * b.shape[-1] == _blas_threads.SMALL_WORK
     seen = spy_on_matmul(monkeypatch, fake.get)
-    run("basic", "matmul", a, b)
-    assert seen == [4] and fake.sets == []
+    monkeypatch.setattr(_blas_threads, "threads_now", polyeng.get_num_threads)   # the load aside
+    with polyeng.num_threads(4):
+        run("basic", "matmul", a, b)
+    assert seen == [4] and fake.sets == []          # the budget is what OpenBLAS has: nothing set
+    with polyeng.num_threads(2):
+        run("basic", "matmul", a, b)
+    assert seen == [4, 2] and fake.sets == [2, 4]   # two threads for the call, the four restored
+    with polyeng.num_threads(8):
+        run("basic", "matmul", a, b)
+    assert seen == [4, 2, 4] and fake.sets == [2, 4]   # never above the count OpenBLAS had
 
 
 @pytest.mark.parametrize("a, b", [
@@ -123,8 +132,8 @@ def test_lstm_runs_its_small_products_on_one_thread(fake, monkeypatch, engine, b
 
 
 def test_overlapping_small_calls_restore_the_count_once(fake):
-    outer = _blas_threads.serial_if_small(1 << 20)
-    inner = _blas_threads.serial_if_small(1 << 20)
+    outer = _blas_threads.blas_threads(1 << 20)
+    inner = _blas_threads.blas_threads(1 << 20)
     with outer:
         with inner:
             assert fake.threads == 1
@@ -139,14 +148,14 @@ def test_small_calls_in_two_threads_restore_the_count_once(fake):
     seen = []
 
     def first():
-        with _blas_threads.serial_if_small(1 << 20):
+        with _blas_threads.blas_threads(1 << 20):
             a_inside.set()
             b_inside.wait(10)
         a_left.set()
 
     def second():
         a_inside.wait(10)
-        with _blas_threads.serial_if_small(1 << 20):
+        with _blas_threads.blas_threads(1 << 20):
             b_inside.set()
             a_left.wait(10)
             seen.append(fake.threads)
@@ -163,7 +172,7 @@ def test_a_fork_during_another_threads_small_call_restores_the_count_in_the_chil
     inside, release = threading.Event(), threading.Event()
 
     def hold():
-        with _blas_threads.serial_if_small(1 << 20):
+        with _blas_threads.blas_threads(1 << 20):
             inside.set()
             release.wait(10)
     holder = threading.Thread(target=hold)
@@ -172,9 +181,9 @@ def test_a_fork_during_another_threads_small_call_restores_the_count_in_the_chil
         assert inside.wait(10) and fake.threads == 1
         pid = os.fork()
         if pid == 0:   # the child has no holder to restore the count
-            with _blas_threads.serial_if_small(1 << 20):
+            with _blas_threads.blas_threads(1 << 20):
                 ok = fake.threads == 1
-            os._exit(0 if ok and fake.threads == 4 and _blas_threads._depth == 0 else 1)
+            os._exit(0 if ok and fake.threads == 4 and not _blas_threads._active else 1)
         _, status = os.waitpid(pid, 0)
     finally:
         release.set()
@@ -184,7 +193,7 @@ def test_a_fork_during_another_threads_small_call_restores_the_count_in_the_chil
 
 def test_nothing_is_set_without_openblas(monkeypatch):
     monkeypatch.setattr(_blas_threads, "_controls", ())
-    assert _blas_threads.serial_if_small(1 << 20) is _blas_threads._NOTHING
+    assert _blas_threads.blas_threads(1 << 20) is _blas_threads._NOTHING
     np.testing.assert_array_equal(run("basic", "linear", ones(128, 192), ones(192, 192)), np.full((128, 192), 192))
 
 
@@ -193,23 +202,39 @@ def test_another_blas_or_no_library_is_left_alone(monkeypatch):
     monkeypatch.setattr(np.__config__, "CONFIG", config, raising=False)
     monkeypatch.setattr(_blas_threads, "_controls", None)
     assert _blas_threads._find_controls() == () and _blas_threads._controls == ()
-    config["Build Dependencies"]["blas"]["name"] = "scipy-openblas"
-    monkeypatch.setattr(_blas_threads, "_candidates", lambda: ["/nonexistent/libopenblas.so", "libm.so.6"])
-    assert _blas_threads._find_controls() == ()   # one does not load, the other lacks the symbols
+    assert _blas_threads.blas_info() is None
 
 
-def test_numpys_openblas_is_found_and_controlled(monkeypatch):
+class FakeLibrary:
+    def __init__(self, internal_api, threading_layer):
+        self.internal_api, self.threading_layer = internal_api, threading_layer
+        self.get_num_threads, self.set_num_threads = (lambda: 3), (lambda n: None)
+
+
+@pytest.mark.parametrize("library, found", [
+    (FakeLibrary("openblas", "pthreads"), True),
+    (FakeLibrary("openblas", "openmp"), False),   # its count is per OpenMP thread
+    (FakeLibrary("mkl", "intel"), False),
+])
+def test_threadpoolctl_finds_the_library_polyeng_may_drive(monkeypatch, library, found):
+    import threadpoolctl
+
+    class Controller:
+        def select(self, **kwargs):
+            assert kwargs == {"user_api": "blas"}
+            return type("Selected", (), {"lib_controllers": [library]})()
+    monkeypatch.setattr(threadpoolctl, "ThreadpoolController", Controller)
+    monkeypatch.setattr(np.__config__, "CONFIG", {"Build Dependencies": {"blas": {"name": "scipy-openblas"}}},
+                        raising=False)
     monkeypatch.setattr(_blas_threads, "_controls", None)
-    if not _blas_threads._numpy_blas_may_be_openblas():
-        pytest.skip("numpy's BLAS is not OpenBLAS")
-    get, set_ = _blas_threads._find_controls()
-    before = get()
-    set_(2)   # a single-core machine's count is 1 already
+    assert bool(_blas_threads._find_controls()) is found
+
+
+def test_the_real_library_is_found_and_reported():
+    monkey = _blas_threads._controls
     try:
-        seen = spy_on_matmul(monkeypatch, get)
-        run("basic", "linear", ones(128, 192), ones(192, 192))
-        assert seen == [1] and get() == 2
-        run("basic", "matmul", ones(2048, 64), ones(64, 64))
-        assert seen == [1, 2]
+        _blas_threads._controls = None
+        info = _blas_threads.blas_info()
     finally:
-        set_(before)
+        _blas_threads._controls = monkey
+    assert info is not None and info["library"] == "openblas" and info["threads"] >= 1

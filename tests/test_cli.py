@@ -276,20 +276,6 @@ def test_an_interrupt_dropped_inside_a_c_callback_still_ends_the_command(twice):
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("given", [None, "ACTIVE"])
-def test_commands_run_with_passive_openmp_workers_unless_the_user_chose(given, monkeypatch):
-    import polyeng.cli as cli
-    seen = []
-    if given is None:
-        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    else:
-        monkeypatch.setenv("OMP_WAIT_POLICY", given)
-    monkeypatch.setattr(cli, "_run_command", lambda argv: seen.append(os.environ.get("OMP_WAIT_POLICY")) or 0)
-    assert main(["info"]) == 0
-    assert seen == [given or "PASSIVE"]
-    assert os.environ.get("OMP_WAIT_POLICY") == given   # as it was, after the command
-
-
 def test_a_closed_output_pipe_ends_quietly():
     proc = polyeng_process("info")
     proc.stdout.close()   # as ``polyeng info | head -0``: the reader is gone before anything is written

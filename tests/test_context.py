@@ -247,7 +247,8 @@ def test_current_settings_is_a_plain_picklable_snapshot():
     import pickle
     with polyeng.compute_eng("numba", fallback=False), polyeng.fp_math_mode("bf16"), polyeng.verbose(2):
         settings = polyeng.current_settings()
-    assert repr(settings) == "Settings(engine='numba', fallback=False, fp_math_mode='bf16', verbose=2)"
+    assert repr(settings) == ("Settings(engine='numba', fallback=False, fp_math_mode='bf16', verbose=2, "
+                              "num_threads=None)")
     copy = pickle.loads(pickle.dumps(settings))
     assert copy == settings and hash(copy) == hash(settings)
     assert polyeng.current_settings() == polyeng.Settings()   # outside the scopes: the defaults

@@ -169,17 +169,21 @@ def test_local_cluster_shares_the_cores_out_and_keeps_glibc_s_mmap_threshold(mon
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("POLYENG_NUM_THREADS", raising=False)
     ours = ("MALLOC_TRIM_THRESHOLD_", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
     before = {name: os.environ.get(name) for name in ours}
 
     def worker_state():
         import numba
 
+        import polyeng
         from polyeng.backends import _blas_threads
+        from polyeng.backends.numba._runtime import start_pool
+        wait = start_pool()["wait"]   # first: numba.get_num_threads() would start numba's pool itself
         controls = _blas_threads._find_controls()
         return (numba.get_num_threads(), controls[0]() if controls else None,
                 os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS"),
-                os.environ.get("OMP_WAIT_POLICY"))
+                polyeng.get_num_threads(), wait)
     with local_cluster(n) as cluster, distributed.Client(cluster) as c:
         assert {name: os.environ.get(name) for name in ours} == before   # the parent's, as it was
         threads = worker_threads(n)
@@ -187,7 +191,8 @@ def test_local_cluster_shares_the_cores_out_and_keeps_glibc_s_mmap_threshold(mon
         c.wait_for_workers(n, timeout=60)
         states = list(c.run(worker_state).values())
         blas = states[0][1]
-        assert states == [(threads, blas, None, str(threads), "PASSIVE")] * n
+        assert states == [(threads, blas, None, str(threads), threads,
+                           "PASSIVE: workers sleep between kernels")] * n
         assert blas in (None, threads)   # None: numpy's BLAS is not OpenBLAS
         assert c.submit(worker_state, pure=False).result()[0] == threads   # in the task thread too
     assert worker_threads(10 ** 6) == 1

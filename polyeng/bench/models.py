@@ -26,7 +26,8 @@ from .. import models
 from . import BenchError
 from .inputs import model_inputs
 from .measure import TOLERANCE, interleaved_rounds, max_relative_diff
-from .runtimes import as_list, installed_version, load_graph, load_torch, onnxruntime_session, thread_settings
+from .runtimes import (as_list, installed_version, load_graph, load_torch, onnxruntime_session, thread_policy_text,
+                       thread_settings)
 
 EXPORTS = ("opset17", "dynamo")
 SIZES = {"lstm_lm": {"seq": 64, "batch": 8}, "encoder": {"batch": 8, "seq": 64}, "unet": {"batch": 8}}
@@ -148,7 +149,7 @@ def run_models(files: list[dict], *, repeat: int = 7, threads: int = 2, with_tor
               "onnxruntime": installed_version("onnxruntime"),
               "torch": installed_version("torch") if with_torch else "not run (--no-torch)",
               "polyeng": polyeng.__version__, "machine": platform.machine(), "repeat": repeat,
-              "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "sizes": SIZES}
+              "thread_policy": thread_policy_text(), "sizes": SIZES}
     return {"header": header, "runners": runners, "results": results}
 
 
@@ -159,7 +160,7 @@ def _cell(value, fmt) -> str:
 def table(report: dict) -> str:
     h = report["header"]
     lines = [f"polyeng bench --models  {h['date']}  median of {h['repeat']} rounds; threads {h['threads']} "
-             f"({', '.join(f'{k} {v}' for k, v in h['threads_set'].items())}); OMP_WAIT_POLICY {h['omp_wait_policy']}",
+             f"({', '.join(f'{k} {v}' for k, v in h['threads_set'].items())}); {h['thread_policy']}",
              f"cores: {h['cpu_count']} ({h['machine']}); python {h['python']}, numpy {h['numpy']}, numba {h['numba']}, "
              f"onnxruntime {h['onnxruntime']}, torch {h['torch']}, polyeng {h['polyeng']}",
              "ort/runner = onnxruntime time / runner time: above 1, the runner is faster", ""]

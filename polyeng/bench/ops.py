@@ -18,7 +18,7 @@ import polyeng
 from ..engine import dtypes as dt
 from . import BenchError
 from .measure import DEVICE_SUFFIX, device_engines, measure_case
-from .runtimes import installed_version, load_torch, thread_settings
+from .runtimes import installed_version, load_torch, thread_policy_text, thread_settings
 from .workload import CASES, cases as workload_cases
 
 DTYPES = ("f32", "bf16", "f16")   # the dtypes of ``--dtype all``
@@ -44,7 +44,7 @@ def header(threads_set: dict, *, threads: int, with_torch: bool, scale: float, r
             "python": platform.python_version(), "numpy": np.__version__, "numba": installed_version("numba"),
             "torch": installed_version("torch") if with_torch else "not run (--no-torch)",
             "polyeng": polyeng.__version__, "machine": platform.machine(),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset"), "scale": scale, "repeat": repeat,
+            "thread_policy": thread_policy_text(), "scale": scale, "repeat": repeat,
             "dtypes": dtypes}
 
 
@@ -72,5 +72,6 @@ def run_bench(wanted: list, dtypes: list[str], engines: list[str] | None = None,
                 step = (lambda rep, base=done, label=label: progress(base + rep, total, label)) if progress else None
                 results.append(measure_case(case, call_args, kwargs, dtype, engines, torch, repeat, step))
                 done += repeat
+        info["thread_policy"] = thread_policy_text()   # the pools as the run started them
     timed = [n for name in engines for n in (name, name + DEVICE_SUFFIX) if n == name or name in device_engines()]
     return {"header": info, "engines": timed + (["torch"] if torch is not None else []), "results": results}

@@ -17,7 +17,7 @@ def header_lines(info: dict) -> list[str]:
     return [f"polyeng bench  {info['date']}  scale {info['scale']}, median of {info['repeat']} "
             f"repetitions, dtypes {','.join(info['dtypes'])}",
             f"cores: {info['cpu_count']}{affinity} ({info['machine']}); threads: {info['threads']} ({set_threads}); "
-            f"OMP_WAIT_POLICY {info.get('omp_wait_policy', 'unset')}",
+            f"{info.get('thread_policy', '')}",
             f"python {info['python']}, numpy {info['numpy']}, numba {info['numba']}, torch {info['torch']}, "
             f"polyeng {info['polyeng']}"]
 

@@ -63,29 +63,30 @@ def installed_version(dist: str) -> str:
 
 @contextlib.contextmanager
 def thread_settings(threads: int, torch):
-    """Sets torch's and numba's thread counts for the run; yields what was set, as text."""
+    """Sets torch's thread count and polyeng's thread budget (every pool polyeng drives) for the
+    run; yields what was set, as text."""
     notes, restore = {}, []
     if torch is not None:
         restore.append((torch.set_num_threads, torch.get_num_threads()))
         torch.set_num_threads(threads)
         notes["torch"] = str(threads)
-    try:
-        import numba
-    except ImportError:
-        numba = None
-    if numba is not None:
-        limit = numba.config.NUMBA_NUM_THREADS
-        if threads <= limit:
-            restore.append((numba.set_num_threads, numba.get_num_threads()))
-            numba.set_num_threads(threads)
-            notes["numba"] = str(threads)
-        else:
-            notes["numba"] = f"{numba.get_num_threads()} (NUMBA_NUM_THREADS={limit} < {threads})"
+    restore.append((polyeng.set_num_threads, polyeng.get_num_threads()))
+    polyeng.set_num_threads(threads)
+    notes["polyeng"] = str(threads)
     try:
         yield notes
     finally:
         for setter, value in restore:
             setter(value)
+
+
+def thread_policy_text() -> str:
+    """polyeng's thread policy in one line, for benchmark headers."""
+    from ..engine.threads import policy
+    found = policy()
+    numba = found["pools"].get("numba")
+    pool = f"numba {numba['layer']} layer, {numba['wait']}" if numba else "numba's pool not started"
+    return f"budget {found['num_threads']} of {found['cores']} cores; {pool}"
 
 
 def check_writable(option: str, path: str) -> None:

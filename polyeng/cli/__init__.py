@@ -7,8 +7,7 @@ import os
 import sys
 
 from ..bench import BenchError
-from .console import (INTERRUPTED_EXIT, USAGE_EXIT, UsageError, check_environment, error, interrupts_kept, notices,
-                      passive_openmp)
+from .console import INTERRUPTED_EXIT, USAGE_EXIT, UsageError, check_environment, error, interrupts_kept, notices
 
 FP_MATH_MODES = "strict, bf16, f16, tf32, any"
 
@@ -157,7 +156,7 @@ def _add_run(sub) -> None:
 
 def main(argv=None) -> int:
     """Runs one command; returns its exit status (2: bad argument or setting, 130: interrupted)."""
-    with interrupts_kept() as caught, passive_openmp():
+    with interrupts_kept() as caught:
         try:
             return _run_command(argv)
         except KeyboardInterrupt:

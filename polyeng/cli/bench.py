@@ -105,6 +105,6 @@ def _finish(args, start, progress, report, kind, plot_format, summary: str) -> i
 
 
 def run(args) -> int:
-    # Engines run interleaved: OpenMP workers that spin after a kernel (torch's, numba's) would steal
-    # the cores from the next engine's call; main runs every command under console.passive_openmp.
+    # Engines run interleaved: OpenMP workers that spin after a kernel would steal the cores from the
+    # next engine's call; polyeng's thread policy keeps numba's asleep between kernels.
     return run_models(args) if args.models else run_ops(args)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import _thread
 import contextlib
 import logging
-import os
 import signal
 import sys
 import threading
@@ -37,9 +36,9 @@ def check_environment() -> None:
     The library raises ValueError (or TypeError) naming the variable when it first reads one;
     read later, inside a command, the same error could not be told from a bug.
     """
-    from ..engine import fpmath, settings, verbose
+    from ..engine import fpmath, settings, threads, verbose
     from ..engine.plugins import autoload_enabled
-    for read in (autoload_enabled, verbose.level, fpmath.default_mode, settings.default_scope):
+    for read in (autoload_enabled, verbose.level, fpmath.default_mode, settings.default_scope, threads.get_num_threads):
         try:
             read()
         except (ValueError, TypeError) as exc:
@@ -143,21 +142,4 @@ def interrupts_kept():
     finally:
         redelivery.caught.set()
         sys.unraisablehook = previous
-
-
-@contextlib.contextmanager
-def passive_openmp():
-    """``OMP_WAIT_POLICY=PASSIVE`` while a command runs, unless the user has set it: a model
-    alternates numpy's OpenBLAS products and parallel numba kernels, and OpenMP workers that
-    keep spinning after a kernel take the cores from the product's threads (the bundled encoder
-    at batch 8 on 2 cores: 76 ms per run, 5.8 ms with it; docs/performance.md). It is read when
-    an OpenMP runtime loads, before a command's first parallel kernel; worker processes the
-    command starts inherit it."""
-    was_set = "OMP_WAIT_POLICY" in os.environ
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    try:
-        yield
-    finally:
-        if not was_set:
-            os.environ.pop("OMP_WAIT_POLICY", None)
 

@@ -65,7 +65,32 @@ def report() -> str:
             f"  fp math mode:   {fpmath.get_fp_math_mode().value} ({fpmath.default_source()})",
             f"  verbose level:  {verbose.level()}",
             f"  plugin autoload: {'on' if autoload_enabled() else 'off (POLYENG_DISABLE_PLUGIN_AUTOLOAD)'}"]
+    threads = thread_policy()
+    numba, blas = threads["pools"].get("numba"), threads["blas"]
+    out += ["", "threads:",
+            f"  budget:         {threads['num_threads']} (default {threads['default']}: {threads['source']}; "
+            f"{threads['cores']} cores usable)",
+            "  numba:          " + (f"{numba['layer']} layer, {numba['size']} workers; {numba['wait']}; "
+                                     f"set by the user: {numba['set_by_user']}" if numba else "not available"),
+            "  BLAS:           " + (f"{blas.get('library', '?')} {blas.get('version', '')} ({blas.get('threading', '?')}), "
+                                     f"{blas['threads']} threads; small products on 1, large on the budget"
+                                     if blas else "not driven (not an OpenBLAS with its own threads)"),
+            f"  now:            {threads['threads_now']} threads for a parallel kernel "
+            f"(fewer while other processes keep cores busy)"]
     return "\n".join(out)
+
+
+def thread_policy() -> dict:
+    """polyeng's thread policy (``engine.threads.policy``) with numba's pool started under it and
+    numpy's BLAS as polyeng drives it."""
+    from ..backends._blas_threads import blas_info
+    from ..engine import threads
+    try:
+        from ..backends.numba._runtime import start_pool
+        start_pool()
+    except Exception:   # numba unavailable: the engine list says why
+        pass
+    return dict(threads.policy(), blas=blas_info())
 
 
 def opencl_devices() -> list[dict]:
@@ -114,6 +139,7 @@ def as_json() -> dict:
                      if os.environ.get(settings.ENV_COMPUTE_ENG, "").strip() else "default",
                      "fp_math_mode": fpmath.get_fp_math_mode().value, "fp_math_mode_source": fpmath.default_source(),
                      "verbose": verbose.level(), "plugin_autoload": autoload_enabled()},
+        "threads": thread_policy(),
     }
 
 

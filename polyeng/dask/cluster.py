@@ -90,8 +90,9 @@ def local_cluster(n_workers: int, **kwargs):
     (``OMP/MKL/OPENBLAS_NUM_THREADS=1``), while numba would start a thread per core in every
     worker, and ``MALLOC_TRIM_THRESHOLD_=65536``, which stops glibc from raising its mmap
     threshold, so that every large temporary array is mapped afresh and its pages faulted in
-    again (28% slower on the bundled encoder in one process; docs/scaleout.md). Workers get
-    ``OMP_WAIT_POLICY=PASSIVE`` unless this process has it set (docs/performance.md).
+    again (28% slower on the bundled encoder in one process; docs/scaleout.md). Each worker's
+    polyeng thread budget (``POLYENG_NUM_THREADS``) is its share of the cores, unless this process
+    has the variable set; polyeng's thread policy keeps each worker's pools from spinning.
     """
     import dask
     distributed = distributed_module()
@@ -100,9 +101,9 @@ def local_cluster(n_workers: int, **kwargs):
     config[f"distributed.nanny.pre-spawn-environ.{_MALLOC_TRIM}"] = None
     options = dict(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                    dashboard_address=None, silence_logs=logging.WARNING,
-                   # set in the worker before it imports numba; see cli.console.passive_openmp
+                   # set in the worker before it imports numba or polyeng
                    env={"NUMBA_NUM_THREADS": threads,
-                        "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")})
+                        "POLYENG_NUM_THREADS": os.environ.get("POLYENG_NUM_THREADS", threads)})
     options.update(kwargs)
     # distributed lets the parent's environment override its pre-spawn settings, copies them into
     # the parent's environment, and a worker inherits the parent's: these keys are ours while

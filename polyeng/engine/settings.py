@@ -90,19 +90,23 @@ class compute_eng(Scoped):
 
 class Settings:
     """A picklable snapshot of the settings in effect where it was taken: the engine preference
-    (with its ``fallback``), the fp math mode and the verbose level, as plain values.
+    (with its ``fallback``), the fp math mode, the verbose level and the thread budget of a
+    ``num_threads`` scope (None where none is open: the process default of wherever the snapshot
+    is entered applies, so a worker keeps the budget of its own cores), as plain values.
 
     ``with settings:`` runs the block under them, in any thread or process (a dask worker, a
-    process pool): it opens a ``compute_eng``, an ``fp_math_mode`` and a ``verbose`` scope. The
-    engine is checked where the block opens, so a plugin engine missing there is a ValueError.
-    One snapshot may be entered by several threads at once, and nested.
+    process pool): it opens a ``compute_eng``, an ``fp_math_mode``, a ``verbose`` and, when
+    given, a ``num_threads`` scope. The engine is checked where the block opens, so a plugin
+    engine missing there is a ValueError. One snapshot may be entered by several threads at once,
+    and nested.
     """
 
-    __slots__ = ("engine", "fallback", "fp_math_mode", "verbose", "_scopes")
+    __slots__ = ("engine", "fallback", "fp_math_mode", "verbose", "num_threads", "_scopes")
 
     def __init__(self, engine: str = "recommend", fallback: bool = True, fp_math_mode: str = "strict",
-                 verbose: int = 0):
+                 verbose: int = 0, num_threads=None):
         from .fpmath import as_mode
+        from .threads import _parse as threads
         from .verbose import _parse
         if not isinstance(fallback, (bool, np.bool_)):
             raise TypeError(f"fallback={fallback!r} is not a bool; expected True or False")
@@ -110,14 +114,15 @@ class Settings:
         self.fallback = bool(fallback)
         self.fp_math_mode = as_mode(fp_math_mode, "fp_math_mode").value
         self.verbose = _parse(verbose, "verbose")
+        self.num_threads = None if num_threads is None else threads(num_threads, "num_threads")
         self._scopes = None
 
     def __repr__(self) -> str:
         return (f"Settings(engine={self.engine!r}, fallback={self.fallback}, "
-                f"fp_math_mode={self.fp_math_mode!r}, verbose={self.verbose})")
+                f"fp_math_mode={self.fp_math_mode!r}, verbose={self.verbose}, num_threads={self.num_threads})")
 
     def _key(self) -> tuple:
-        return (self.engine, self.fallback, self.fp_math_mode, self.verbose)
+        return (self.engine, self.fallback, self.fp_math_mode, self.verbose, self.num_threads)
 
     def __eq__(self, other):
         return self._key() == other._key() if isinstance(other, Settings) else NotImplemented
@@ -132,9 +137,13 @@ class Settings:
         scopes = self._scopes
         if scopes is None:   # made on first use, in the process that uses them
             from .fpmath import fp_math_mode
+            from .threads import num_threads
             from .verbose import verbose
-            scopes = self._scopes = (compute_eng(self.engine, fallback=self.fallback),
-                                     fp_math_mode(self.fp_math_mode), verbose(self.verbose))
+            scopes = (compute_eng(self.engine, fallback=self.fallback), fp_math_mode(self.fp_math_mode),
+                      verbose(self.verbose))
+            if self.num_threads is not None:
+                scopes += (num_threads(self.num_threads),)
+            self._scopes = scopes
         entered = []
         try:
             for scope in scopes:
@@ -162,11 +171,13 @@ PASS_THROUGH.add(Settings.__enter__.__code__)
 
 
 def current_settings() -> Settings:
-    """The engine, fp math mode and verbose level in effect here, as a picklable :class:`Settings`."""
+    """The engine, fp math mode, verbose level and scoped thread budget in effect here, as a
+    picklable :class:`Settings`."""
     from .fpmath import get_fp_math_mode
+    from .threads import scoped_num_threads
     from .verbose import level
     scope = current_scope()
-    return Settings(scope.engine, scope.fallback, get_fp_math_mode().value, level())
+    return Settings(scope.engine, scope.fallback, get_fp_math_mode().value, level(), scoped_num_threads())
 
 
 class Bound:
@@ -198,7 +209,7 @@ class Bound:
 
 
 def bind(fn) -> Bound:
-    """Wrap ``fn`` so it runs under the engine, fp math and verbose settings in effect now.
+    """Wrap ``fn`` so it runs under the engine, fp math, verbose and thread settings in effect now.
 
     For thread pools, process pools and dask workers, which do not inherit the caller's
     settings. The result holds a plain :class:`Settings` snapshot and pickles when ``fn`` does.

@@ -2,7 +2,7 @@
 a loop over time steps applies the recurrence to the whole batch at once."""
 import numpy as np
 
-from .._blas_threads import serial_if_small
+from .._blas_threads import blas_threads
 
 
 def _sigmoid(v):
@@ -17,7 +17,7 @@ def _run_direction(projected, w_hh, h, c, reverse: bool, out):
     hidden = h.shape[-1]
     w_hh_t = w_hh.T
     steps = range(projected.shape[0] - 1, -1, -1) if reverse else range(projected.shape[0])
-    with serial_if_small(h.size * w_hh.shape[0], h.shape[0] == 1):   # one step's product
+    with blas_threads(h.size * w_hh.shape[0], h.shape[0] == 1):   # one step's product
         for t in steps:
             gates = projected[t] + h @ w_hh_t
             i = _sigmoid(gates[:, :hidden])
@@ -50,7 +50,7 @@ def lstm(p, x, params, h0, c0, batch_first, bidirectional):
         for direction in range(shape.num_directions):
             k = shape.param_index(layer, direction)
             w_ih, w_hh, b_ih, b_hh = params[k]
-            with serial_if_small(layer_input.size * w_ih.shape[0], shape.batch == 1):
+            with blas_threads(layer_input.size * w_ih.shape[0], shape.batch == 1):
                 projected = layer_input @ w_ih.T
             for bias in (b_ih, b_hh):
                 if bias is not None:

@@ -36,7 +36,15 @@ def availability():
 @hookimpl
 def polyeng_register(registry):
     registry.add_engine(NAME, available=availability)
-    register_kernels(registry, NAME, __name__, native_storage=True, before_load=listen_for_compiles)
+    register_kernels(registry, NAME, __name__, native_storage=True, before_load=_before_first_kernel)
+
+
+def _before_first_kernel() -> None:
+    """What the engine sets up before its first kernel module loads: the compile notice, and
+    numba's pool under polyeng's thread policy (before any kernel could start numba's own)."""
+    listen_for_compiles()
+    from ._runtime import start_pool
+    start_pool()
 
 
 _announced: set = set()   # op families whose compile this process has announced

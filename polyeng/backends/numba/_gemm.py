@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine import dtypes as dt
-from .._blas_threads import serial_if_small
+from .._blas_threads import blas_threads
 from . import _bf16_dot
 from ._cast import _cast, converted
 from ._gemv import gemv
@@ -81,7 +81,7 @@ def _tiles(xf, w, y):
     n, k = w.shape
     rows = max(1, TILE_ELEMENTS // k)
     tile = np.empty((min(rows, n), k), np.float32)
-    with serial_if_small(xf.shape[0] * rows * k):
+    with blas_threads(xf.shape[0] * rows * k):
         for j in range(0, n, rows):
             part = tile[:min(rows, n - j)]
             # widened on this thread: a parallel JIT launch between threaded BLAS calls waits

@@ -13,11 +13,13 @@
   concurrent launches only oversubscribe the cores.
 - ``launch``: a kernel writing less than ``_SERIAL_BYTES`` runs on the calling thread. A
   parallel launch wakes numba's workers; when another process keeps a core busy they wait
-  for it (OpenMP's workers also spin for milliseconds after each launch), and a small call
-  took 8-24 ms instead of 0.02-0.2 ms (``benchmarks/contention.py``). The threading layer and
-  ``OMP_WAIT_POLICY`` are left to numba and the user: both are process-wide (they govern
-  every numba and OpenMP user in the process), and workqueue, the layer without spinning,
-  took 50-80 us per launch even on one thread.
+  for it, and a small call took 8-24 ms instead of 0.02-0.2 ms (``benchmarks/contention.py``).
+  A larger one runs on polyeng's thread budget, as the machine's load allows it
+  (``engine/threads.py``).
+- ``start_pool``: numba's pool is started by polyeng's thread policy, once: one worker per core
+  this process may use, and workers that sleep between kernels instead of spinning on the
+  cores numpy's BLAS threads need next (``OMP_WAIT_POLICY=PASSIVE`` while libgomp loads, or the
+  workqueue layer when another library loaded libgomp first). Variables the user set win.
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ import warnings
 import numba
 from numba import get_num_threads, set_num_threads
 from numba.core.errors import NumbaIRAssumptionWarning
+
+from ...engine.threads import available_cores, record_pool, threads_now
 
 FASTMATH = {"reassoc", "contract"}
 launch_lock = threading.Lock()
@@ -109,24 +113,87 @@ _SERIAL_BYTES = 256 * 1024   # below this much output a launch stays on the call
 
 def threads_for(out_nbytes) -> int:
     """How many threads ``launch`` gives a kernel writing ``out_nbytes`` (kernels size their
-    tasks and per-task scratch by it)."""
-    return get_num_threads() if out_nbytes >= _SERIAL_BYTES else 1
+    tasks and per-task scratch by it): polyeng's thread budget as the machine's load allows it
+    (``engine.threads.threads_now``) within numba's pool, or 1 for a small output."""
+    if out_nbytes < _SERIAL_BYTES:
+        return 1
+    if not _pool:
+        start_pool()
+    return min(threads_now(), _pool["size"])
 
 
 def launch(kernel, out_nbytes, *args):
-    """Run a parallel ``kernel`` under ``launch_lock``; one writing under ``_SERIAL_BYTES`` runs on
-    the calling thread alone: waking the pool (and, on a busy machine, waiting for a core) costs
-    far more than such a call. """
+    """Run a parallel ``kernel`` under ``launch_lock`` on ``threads_for(out_nbytes)`` threads: one
+    writing under ``_SERIAL_BYTES`` runs on the calling thread alone (waking the pool, and on a
+    busy machine waiting for a core, costs far more than such a call)."""
     with launch_lock:
-        if out_nbytes >= _SERIAL_BYTES:
-            return kernel(*args)
+        wanted = threads_for(out_nbytes)
         get, put = _thread_count_controls()
         threads = get()
-        put(1)
+        if threads == wanted:
+            return kernel(*args)
+        put(wanted)
         try:
             return kernel(*args)
         finally:
             put(threads)
+
+
+_pool: dict = {}
+
+
+def start_pool() -> dict:
+    """Start numba's thread pool under polyeng's thread policy, once per process (see
+    ``engine/threads.py``): as many workers as the cores this process may use, and no worker
+    spinning between kernels. Variables the user set win; a pool numba started before is taken
+    as it is. Returns what was chosen, which ``engine.threads.policy()`` also reports."""
+    with _pool_lock:
+        if _pool:
+            return _pool
+        from numba.np.ufunc import parallel
+        user = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS")
+                if k in os.environ}
+        started_before = bool(getattr(parallel, "_is_initialized", False))
+        preloaded = _libgomp_loaded()
+        set_passive = False
+        if not started_before:
+            if "NUMBA_NUM_THREADS" not in user:   # numba's default is every core of the machine
+                numba.config.NUMBA_NUM_THREADS = available_cores()
+            if "NUMBA_THREADING_LAYER" not in user and "OMP_WAIT_POLICY" not in user and preloaded:
+                numba.config.THREADING_LAYER = "workqueue"   # a libgomp of unknown policy would spin
+            set_passive = "OMP_WAIT_POLICY" not in user and not preloaded
+            if set_passive:   # libgomp reads it once, as it loads, which _launch_threads makes it do
+                os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+            try:
+                parallel._launch_threads()
+            finally:
+                if set_passive:
+                    os.environ.pop("OMP_WAIT_POLICY", None)
+        layer = numba.threading_layer()
+        if "OMP_WAIT_POLICY" in user:
+            wait = f"OMP_WAIT_POLICY={user['OMP_WAIT_POLICY']} (set by the user)"
+        elif started_before:
+            wait = "as numba started it before polyeng did"
+        elif layer != "omp":
+            wait = f"the {layer} layer does not spin" + (" (libgomp was loaded before)" if preloaded else "")
+        else:
+            wait = "PASSIVE: workers sleep between kernels"
+        _pool.update(layer=layer, size=numba.config.NUMBA_NUM_THREADS, wait=wait,
+                     set_by_user=", ".join(sorted(user)) or "nothing")
+        record_pool("numba", _pool)
+        return _pool
+
+
+_pool_lock = threading.Lock()
+
+
+def _libgomp_loaded() -> bool:
+    """Whether a GNU OpenMP runtime is loaded in this process already (Linux; False elsewhere)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return any("libgomp" in line for line in maps)
+    except OSError:
+        return False
 
 
 _controls = None
@@ -138,7 +205,7 @@ def _thread_count_controls():
     the public ones where this numba lacks them."""
     global _controls
     if _controls is None:
-        get_num_threads()   # loads the threading layer, which defines the raw controls
+        start_pool()   # loads the threading layer, which defines the raw controls
         from numba.np.ufunc import parallel
         raw = getattr(parallel, "_get_num_threads", None), getattr(parallel, "_set_num_threads", None)
         _controls = raw if all(callable(f) for f in raw) else (get_num_threads, set_num_threads)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine import dtypes as dt
-from .._blas_threads import serial_if_small
+from .._blas_threads import blas_threads
 from . import _gemm
 from ._cast import converted
 from ._f32_path import _to_f32
@@ -93,7 +93,7 @@ def _projection(layer_input, entries):
         if _gemm.native(layer_input, w_ih):
             parts.append(_gemm.product_t(layer_input, w_ih, None, dt.float32))
         else:
-            with serial_if_small(layer_input.size * w_ih.shape[0], layer_input.shape[0] == 1):
+            with blas_threads(layer_input.size * w_ih.shape[0], layer_input.shape[0] == 1):
                 parts.append(np.matmul(_to_f32(layer_input), _to_f32(w_ih).T))
     return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
@@ -134,9 +134,9 @@ def _lstm(p, x, params, h0, c0, **_):
             if dtype == dt.float32:
                 entries = [tuple(None if a is None else _to_f32(a) for a in e) for e in entries]
             w_ih_t, w_hh_t, bias = _layer_weights(entries, dtype)
-            with serial_if_small(layer_input.size * w_ih_t.shape[1], layer_input.shape[0] == 1):
+            with blas_threads(layer_input.size * w_ih_t.shape[1], layer_input.shape[0] == 1):
                 projected = np.matmul(_to_f32(layer_input) if dtype == dt.float32 else layer_input, w_ih_t)
-            with serial_if_small(gates.size * hidden, batch == 1):   # one step's product: a call of its own
+            with blas_threads(gates.size * hidden, batch == 1):   # one step's product: a call of its own
                 for step in range(seq_len):
                     if dirs == 1:
                         np.matmul(h[0], w_hh_t[0], out=gates[0])
