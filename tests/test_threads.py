@@ -144,6 +144,17 @@ def test_a_busy_machine_gets_fewer_threads(monkeypatch):
         assert threads.threads_now() == 2
 
 
+def test_the_load_counts_other_processes_threads_not_this_ones(tmp_path):
+    (tmp_path / "loadavg").write_text("1.00 0.50 0.25 5/300 12345\n")
+    for tid, state in ((1, "R"), (2, "S"), (3, "R"), (4, "D")):   # two of ours run (the reader, a spinner)
+        (tmp_path / "task" / str(tid)).mkdir(parents=True)
+        (tmp_path / "task" / str(tid) / "stat").write_text(f"{tid} (python (a) b) {state} 1 2 3\n")
+    assert threads._others_running(str(tmp_path / "loadavg"), str(tmp_path / "task")) == 3
+    assert threads._others_running(str(tmp_path / "missing"), str(tmp_path / "task")) == 0   # no /proc: not busy
+    (tmp_path / "loadavg").write_text("0.0 0.0 0.0 1/300 1\n")
+    assert threads._others_running(str(tmp_path / "loadavg"), str(tmp_path / "task")) == 0
+
+
 POOL = """
     import ctypes, json, os
     if {preload}:

@@ -6,8 +6,9 @@
   settings). Each call reads it when its kernel runs: a numba launch takes that many workers, a
   large BLAS product that many OpenBLAS threads (``backends/_blas_threads.py``); small work stays on
   the calling thread whatever the budget.
-- **A busy machine** (more runnable threads than cores, read from ``/proc/loadavg`` at most every
-  ``_RECHECK_S``) gets fewer threads: the budget less the cores others keep busy, at least one.
+- **A busy machine** (runnable threads of other processes, from ``/proc/loadavg`` less this
+  process's own, read at most every ``_RECHECK_S``) gets fewer threads: the budget less the cores
+  others keep busy, at least one.
   Parallel work waiting for a core held by another process took 4 ms time slices per product.
 - **No spinning between kernels.** numba's OpenMP workers (GNU libgomp) spin for a while after
   each kernel by default, on the cores OpenBLAS's threads need next: the bundled encoder took
@@ -112,15 +113,24 @@ def threads_now() -> int:
     return max(1, min(budget, available_cores() - busy))
 
 
-def _others_running() -> int:
-    """Threads of other processes running now: /proc/loadavg's runnable count less this reader,
-    and 0 where it cannot be read. Read between kernels, when this process's pools are idle."""
+def _others_running(loadavg: str = "/proc/loadavg", tasks: str = "/proc/self/task") -> int:
+    """Threads of other processes running now: /proc/loadavg's count of runnable threads less this
+    process's own (another library's workers spinning here, torch's, are not a busy neighbour),
+    and 0 where they cannot be read. Read between kernels, when polyeng's own pools are idle."""
     try:
-        with open("/proc/loadavg") as f:
+        with open(loadavg) as f:
             running = int(f.read().split()[3].split("/")[0])
+        own = 0
+        for task in os.listdir(tasks):
+            try:
+                with open(os.path.join(tasks, task, "stat"), "rb") as f:
+                    stat = f.read()
+            except OSError:   # the thread ended meanwhile
+                continue
+            own += stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"R"
     except (OSError, ValueError, IndexError):
         return 0
-    return max(0, running - 1)
+    return max(0, running - own)
 
 
 # --- what the engines report ------------------------------------------------------------------------
