@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import polyeng
+import polyeng.onnx
 
 ENGINES = [e.name for e in polyeng.engines() if e.available and e.name in ("basic", "numba", "opencl")]
 
@@ -46,3 +47,83 @@ def test_softmax_of_every_short_last_axis_runs_and_matches(engine):
     worst = json.loads(out.stdout.strip().splitlines()[-1])
     assert len(worst) == 8
     assert all(err <= 16 for err in worst.values()), worst   # the engine suite's tolerance for softmax
+
+
+# --- external data: read only from the folder polyeng was given ----------------------------------
+
+onnx = pytest.importorskip("onnx")
+from onnx import helper, numpy_helper  # noqa: E402
+
+WEIGHT = np.arange(12, dtype=np.float32).reshape(3, 4)
+
+
+def external_model(location="weights.bin", offset=0, length=None, dims=(3, 4)):
+    """y = x + w, with w's 48 bytes kept in an external file at ``location``."""
+    tensor = onnx.TensorProto(name="w", data_type=onnx.TensorProto.FLOAT, dims=dims)
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    entries = {"location": location, "offset": str(offset)}
+    if length is not None:
+        entries["length"] = str(length)
+    for key, value in entries.items():
+        tensor.external_data.add(key=key, value=value)
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 4])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 4])], [tensor])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def write(folder, model, data=WEIGHT.tobytes(), data_name="weights.bin"):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / data_name).write_bytes(data)
+    path = folder / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_bytes_or_a_modelproto_naming_external_data_read_nothing_from_the_current_folder(tmp_path, monkeypatch):
+    (tmp_path / ".env").write_bytes(b"SECRET=hunter2-and-more-bytes-than-48!!!!!!!!!!!")
+    monkeypatch.chdir(tmp_path)
+    model = external_model(".env")
+    for given in (model.SerializeToString(), model):
+        with pytest.raises(ValueError, match=r"tensor 'w' keeps its data in an external file.*base_dir="):
+            polyeng.onnx.load(given)
+    assert model.graph.initializer[0].data_location == onnx.TensorProto.EXTERNAL   # the caller's proto untouched
+
+
+def test_external_data_is_read_from_the_model_folder_or_base_dir(tmp_path):
+    path = write(tmp_path / "m", external_model())
+    x = np.ones((3, 4), np.float32)
+    np.testing.assert_array_equal(polyeng.onnx.load(str(path))(x), x + WEIGHT)
+    model = external_model()
+    np.testing.assert_array_equal(polyeng.onnx.load(model, base_dir=tmp_path / "m")(x), x + WEIGHT)
+    offset = write(tmp_path / "o", external_model(offset=8, length=48), data=b"12345678" + WEIGHT.tobytes())
+    np.testing.assert_array_equal(polyeng.onnx.load(str(offset))(x), x + WEIGHT)
+
+
+@pytest.mark.parametrize("location, message", [
+    ("../outside.bin", "is not a file name inside the model's folder"),
+    ("/etc/passwd", "is not a file name inside the model's folder"),
+    ("sub/../../outside.bin", "is not a file name inside the model's folder"),
+    ("missing.bin", "cannot be read"),
+    ("link.bin", "passes through a symbolic link"),
+    ("fifo", "is not a regular file"),
+])
+def test_external_data_outside_the_folder_or_not_a_file_is_refused(tmp_path, location, message):
+    (tmp_path / "outside.bin").write_bytes(WEIGHT.tobytes())
+    path = write(tmp_path / "m", external_model(location))
+    os.symlink(tmp_path / "outside.bin", tmp_path / "m" / "link.bin")
+    os.mkfifo(tmp_path / "m" / "fifo")   # reading it would block for ever
+    with pytest.raises(ValueError, match=rf"tensor 'w': external data.*{message}"):
+        polyeng.onnx.load(str(path))
+
+
+@pytest.mark.parametrize("kwargs, data, message", [
+    ({"length": 4}, WEIGHT.tobytes(), r"length 4 does not match its shape \[3, 4\] \(48 bytes\)"),
+    ({}, WEIGHT.tobytes()[:40], r"holds 40 bytes; the tensor needs 48 from offset 0"),
+    ({"offset": 1 << 40}, WEIGHT.tobytes(), r"the tensor needs 48 from offset 1099511627776"),
+    ({"dims": (1 << 20, 1 << 20)}, WEIGHT.tobytes(), r"holds 48 bytes; the tensor needs 4398046511104"),
+], ids=["length", "short-file", "offset", "huge-shape"])
+def test_external_data_sizes_are_checked_before_reading(tmp_path, kwargs, data, message):
+    path = write(tmp_path, external_model(**kwargs), data=data)
+    with pytest.raises(ValueError, match=rf"tensor 'w': external data.*{message}"):
+        polyeng.onnx.load(str(path))

@@ -16,7 +16,7 @@ from .fusion_graph import FusionGraph
 from .registry import fusions, supported_ops  # noqa: F401  (answered once the modules above registered)
 
 
-def load(model) -> Graph:
+def load(model, base_dir=None) -> Graph:
     """An ONNX model (a path, bytes or ``onnx.ModelProto``) as a polyeng ``Graph``.
 
     The graph takes the model's inputs positionally, in the model's order (initializers are not
@@ -24,8 +24,12 @@ def load(model) -> Graph:
     output order. Dims the model names may take any size (the same wherever a name repeats).
     A model with nodes polyeng cannot run is one ValueError listing every such node by op type
     and name, with the reason.
+
+    External data is read only from inside the model file's folder, or from ``base_dir`` when it
+    is given; a model given as bytes or a ModelProto that names external data needs ``base_dir``
+    (see ``polyeng.onnx.external_data``).
     """
-    proto = onnx_model.read(model)
+    proto = onnx_model.read(model, base_dir)
     opset = onnx_model.opset(proto)
     types = onnx_model.infer_types(proto)
     g = proto.graph

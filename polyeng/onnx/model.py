@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import external_data
+
 FIRST_OPSET = 13    # the oldest default-domain opset polyeng reads; the newest is onnx's own
 
 
@@ -25,12 +27,16 @@ def _onnx():
     return onnx
 
 
-def read(model):
-    """``model`` (a path, bytes or ``onnx.ModelProto``) as a ModelProto; ValueError when it is not one."""
+def read(model, base_dir=None):
+    """``model`` (a path, bytes or ``onnx.ModelProto``) as a ModelProto with its external data read
+    (``external_data``: from the model file's folder, or ``base_dir``); ValueError when it is not one.
+    A ModelProto given is copied, never changed."""
     onnx = _onnx()
     if isinstance(model, onnx.ModelProto):
-        return model
-    if isinstance(model, (bytes, bytearray, memoryview)):
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
+        where = "the ModelProto given"
+    elif isinstance(model, (bytes, bytearray, memoryview)):
         proto = onnx.ModelProto()
         try:
             proto.ParseFromString(bytes(model))
@@ -44,14 +50,17 @@ def read(model):
         if os.path.isdir(path):
             raise ValueError(f"{path}: a directory, not an ONNX model file")
         try:
-            proto = onnx.load(path)
+            proto = onnx.load(path, load_external_data=False)   # read below, from this folder only
         except Exception as exc:
             raise ValueError(f"{path}: not an ONNX model ({type(exc).__name__}: {exc})") from None
         where = path
+        if base_dir is None:
+            base_dir = os.path.dirname(os.path.abspath(path))
     else:
         raise TypeError(f"model={model!r}: expected a path, bytes or an onnx.ModelProto")
     if not proto.HasField("graph") or not proto.graph.node and not proto.graph.output:
         raise ValueError(f"{where}: not an ONNX model (no graph in it)")
+    external_data.load(proto, base_dir, where)
     return proto
 
 
