@@ -52,7 +52,7 @@ def test_softmax_of_every_short_last_axis_runs_and_matches(engine):
 # --- external data: read only from the folder polyeng was given ----------------------------------
 
 onnx = pytest.importorskip("onnx")
-from onnx import helper, numpy_helper  # noqa: E402
+from onnx import helper  # noqa: E402
 
 WEIGHT = np.arange(12, dtype=np.float32).reshape(3, 4)
 

@@ -132,8 +132,8 @@ def launch(kernel, out_nbytes, *args):
         threads = get()
         if threads == wanted:
             return kernel(*args)
-        put(wanted)
-        try:
+        try:   # set inside the try: an interrupt right after setting still restores the count
+            put(wanted)
             return kernel(*args)
         finally:
             put(threads)
