@@ -127,3 +127,58 @@ def test_external_data_sizes_are_checked_before_reading(tmp_path, kwargs, data, 
     path = write(tmp_path, external_model(**kwargs), data=data)
     with pytest.raises(ValueError, match=rf"tensor 'w': external data.*{message}"):
         polyeng.onnx.load(str(path))
+
+
+# --- the command line: regular files only, strict numbers, one line and status 2 -----------------
+
+ENCODER = os.path.join(os.path.dirname(polyeng.__file__), "models", "encoder_opset17.onnx")
+
+
+def polyeng_cli(*args, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "polyeng", *args], capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ, **(env or {})))
+
+
+@pytest.mark.parametrize("where", ["model", "input"])
+def test_a_fifo_is_refused_not_waited_on(tmp_path, where):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)   # nobody ever writes: reading it would block for ever
+    args = ["run", str(fifo)] if where == "model" else ["run", ENCODER, "--input", f"input_ids={fifo}"]
+    out = polyeng_cli(*args, timeout=60)
+    assert out.returncode == 2 and "not a regular file" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_device_is_refused_not_read_to_the_end():
+    out = polyeng_cli("run", "/dev/zero", timeout=60)
+    assert out.returncode == 2 and "/dev/zero: not a regular file" in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("dims, message", [
+    (["batch=\u0663"], r"--dim batch=\u0663: expected NAME=N with N a positive integer"),   # an Arabic-Indic 3
+    (["batch= 3"], r"expected NAME=N with N a positive integer"),
+    (["batch=2", "batch=3"], r"--dim batch=3: batch is given twice"),
+])
+def test_dims_are_strict(dims, message):
+    args = ["run", ENCODER, "--repeat", "1"]
+    for d in dims:
+        args += ["--dim", d]
+    out = polyeng_cli(*args)
+    assert out.returncode == 2, out.stderr
+    assert message.replace("\\u0663", "\u0663") in out.stderr.replace("\\", ""), out.stderr
+
+
+def test_an_engine_asked_for_by_name_that_cannot_run_is_an_error():
+    out = polyeng_cli("run", ENCODER, "--engine", "opencl", "--repeat", "1", env={"POLYENG_OPENCL_DEVICE": "nosuch"})
+    assert out.returncode == 2 and "--engine opencl: the engine is unavailable" in out.stderr, out.stderr
+
+
+def test_too_large_a_batch_is_one_line_and_status_2():
+    out = polyeng_cli("run", ENCODER, "--dim", "batch=99999999999", "--repeat", "1")
+    assert out.returncode == 2 and "out of memory" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_a_big_endian_npy_input_is_the_same_numbers(tmp_path):
+    ids = np.arange(2 * 7, dtype=">i8").reshape(2, 7) % 50
+    np.save(tmp_path / "ids.npy", ids)
+    out = polyeng_cli("run", ENCODER, "--input", f"input_ids={tmp_path / 'ids.npy'}", "--repeat", "1")
+    assert out.returncode == 0, out.stderr

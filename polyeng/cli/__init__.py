@@ -193,3 +193,6 @@ def _run_command(argv) -> int:
             return importlib.import_module(f"{__name__}.{args.command}").run(args)
         except (UsageError, BenchError) as exc:   # the harness's refusals, of options and files, read alike
             return error(str(exc), prog)
+        except MemoryError as exc:   # a batch or --dim too large for this machine: the user's to change
+            detail = f" ({exc})" if str(exc) else ""
+            return error(f"out of memory{detail}; try a smaller batch or --dim", prog)

@@ -2,6 +2,9 @@
 model's signature, and ``--dim`` sizes; ``polyeng.bench.inputs`` draws the rest at random."""
 from __future__ import annotations
 
+import os
+import stat
+
 import numpy as np
 
 from .console import UsageError
@@ -16,8 +19,11 @@ def parse_dims(items: list[str], graph, given: dict) -> dict:
     dims = {}
     for item in items:
         name, sep, size = item.partition("=")
-        if not sep or not size.strip().isdigit() or int(size) < 1:
+        # ASCII digits only: int() also reads other scripts' digits ("٣" is 3), which no one types on purpose
+        if not sep or not (size.isascii() and size.isdigit()) or int(size) < 1:
             raise UsageError(f"--dim {item}: expected NAME=N with N a positive integer, e.g. --dim batch=4")
+        if name in dims:
+            raise UsageError(f"--dim {item}: {name} is given twice")
         if name not in named:
             known = ", ".join(sorted(named)) or "none (every dim is fixed)"
             raise UsageError(f"--dim {item}: the model's inputs have no dim named {name!r}; named dims: {known}")
@@ -44,6 +50,8 @@ def load_inputs(items: list[str], graph) -> dict:
         if name in arrays:
             raise UsageError(f"{where}: input {name} is given twice")
         try:
+            if not stat.S_ISREG(os.stat(file).st_mode):   # a FIFO would block, /dev/zero never end
+                raise UsageError(f"{where}: not a regular file")
             with open(file, "rb") as f:
                 if f.read(len(NPY_MAGIC)) != NPY_MAGIC:
                     raise UsageError(f"{where}: not a .npy file (no numpy header; write it with numpy.save)")
@@ -53,6 +61,8 @@ def load_inputs(items: list[str], graph) -> dict:
             raise UsageError(f"{where}: no such file") from None
         except (OSError, ValueError) as exc:   # a folder, a truncated file, an object array
             raise UsageError(f"{where}: cannot read it as a .npy file ({exc})") from None
+        if not array.dtype.isnative:   # written on a machine of the other byte order: the same numbers
+            array = array.astype(array.dtype.newbyteorder("="))
         check_input(values[name], array, where, seen_dims)
         arrays[name] = array, file
     return arrays

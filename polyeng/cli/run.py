@@ -36,9 +36,13 @@ def engine_scope(engine: str | None):
     if engine is None:
         return contextlib.nullcontext()
     try:
-        return polyeng.compute_eng(engine)
+        scope = polyeng.compute_eng(engine)
     except ValueError as exc:
         raise UsageError(f"--engine {engine}: {exc}") from None
+    record = next((e for e in polyeng.engines() if e.name == scope.value.engine), None)
+    if record is not None and not record.available:   # asked for by name: say why it cannot run
+        raise UsageError(f"--engine {engine}: the engine is unavailable: {record.reason}")
+    return scope
 
 
 def convert(graph, amp: str | None, inputs: list):

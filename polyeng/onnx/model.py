@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +50,8 @@ def read(model, base_dir=None):
             raise FileNotFoundError(f"{path}: no such file")
         if os.path.isdir(path):
             raise ValueError(f"{path}: a directory, not an ONNX model file")
+        if not stat.S_ISREG(os.stat(path).st_mode):   # a FIFO would block for ever, /dev/zero never end
+            raise ValueError(f"{path}: not a regular file")
         try:
             proto = onnx.load(path, load_external_data=False)   # read below, from this folder only
         except Exception as exc:
