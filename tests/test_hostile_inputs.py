@@ -182,3 +182,114 @@ def test_a_big_endian_npy_input_is_the_same_numbers(tmp_path):
     np.save(tmp_path / "ids.npy", ids)
     out = polyeng_cli("run", ENCODER, "--input", f"input_ids={tmp_path / 'ids.npy'}", "--repeat", "1")
     assert out.returncode == 0, out.stderr
+
+
+# --- graph files: checked whole at load, each fault named, no memory taken for a lie ------------
+
+import zipfile  # noqa: E402
+
+from polyeng.graph import load as load_graph, trace  # noqa: E402
+
+W = np.arange(12, dtype=np.float32).reshape(4, 3)
+
+
+def _saved(tmp_path):
+    graph = trace(lambda x: polyeng.relu(polyeng.matmul(x, W)) + 1.0, np.ones((2, 4), np.float32))
+    path = tmp_path / "good.polyeng"
+    graph.save(path)
+    return path
+
+
+def _rewritten(tmp_path, change, name="bad.polyeng", compression=zipfile.ZIP_STORED):
+    """The good file with ``change(document, members)`` applied to its parsed graph.json and members."""
+    with zipfile.ZipFile(_saved(tmp_path)) as archive:
+        members = {n: archive.read(n) for n in archive.namelist()}
+    document = json.loads(members.pop("graph.json"))
+    change(document, members)
+    path = tmp_path / name
+    with zipfile.ZipFile(path, "w", compression=compression) as archive:
+        archive.writestr("graph.json", document if isinstance(document, (str, bytes)) else json.dumps(document))
+        for n, data in members.items():
+            archive.writestr(n, data)
+    return path
+
+
+BROKEN = {
+    "no nodes": (lambda d, m: d.pop("nodes"), r"graph.json has no 'nodes'"),
+    "nodes not a list": (lambda d, m: d.update(nodes=3), r"'nodes' is a int; expected a list"),
+    "version 1.0": (lambda d, m: d.update(version=1.0), r"version 1.0 is not a version number"),
+    "version '1'": (lambda d, m: d.update(version="1"), r"version '1' is not a version number"),
+    "no version": (lambda d, m: d.pop("version"), r"version None is not a version number"),
+    "undefined argument": (lambda d, m: d["nodes"][1]["args"]["dict"].update(x={"ref": "ghost"}),
+                           r"argument 'ghost' is not defined before the node"),
+    "nodes out of order": (lambda d, m: d["nodes"].reverse(), r"is not defined before the node"),
+    "a cycle": (lambda d, m: d["nodes"][0]["args"]["dict"].update(a={"ref": d["nodes"][-1]["outputs"][0]}),
+                r"argument 'v2' is not defined before the node"),
+    "out of range": (lambda d, m: d["nodes"][0].update(out=5), r"out 5 names no output"),
+    "meta not an object": (lambda d, m: d["nodes"][0].update(meta=[1]), r"meta is a list"),
+    "two definitions": (lambda d, m: d["nodes"][1].update(outputs=list(d["nodes"][0]["outputs"])),
+                        r"is not a new value's name"),
+    "unknown op": (lambda d, m: d["nodes"][0].update(op="rm_rf"), r"an op this installation does not have: 'rm_rf'"),
+    "bad dtype": (lambda d, m: d["constants"][0].update(dtype="complex512"), r"dtype 'complex512' is not one"),
+    "negative dim": (lambda d, m: d["constants"][0].update(shape=[-4, 3]), r"has -4; expected sizes >= 0"),
+    "missing member": (lambda d, m: m.clear(), r"the archive has no member"),
+    "not npy": (lambda d, m: m.update({k: b"hello" for k in m}), r"is not a .npy array"),
+    "shape mismatch": (lambda d, m: d["constants"][0].update(shape=[3, 4]), r"graph.json says float32\[3, 4\]"),
+    "shared member": (lambda d, m: d["constants"].append(dict(d["constants"][0], name="twin")),
+                      r"constant 'twin': member .* is constant .*'s already"),
+    "undefined output": (lambda d, m: d.update(output_structure={"ref": "nowhere"}),
+                         r"output 'nowhere' is defined by no input, constant or node"),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_broken_graph_files_are_refused_at_load_naming_the_fault(tmp_path, case):
+    change, message = BROKEN[case]
+    path = _rewritten(tmp_path, change)
+    with pytest.raises(ValueError, match=message):
+        load_graph(path)
+
+
+def test_deep_nesting_is_refused(tmp_path):
+    twelve = []
+    for _ in range(11):
+        twelve = [twelve]
+    path = _rewritten(tmp_path, lambda d, m: d.update(extra=twelve))
+    load_graph(path)   # 12 levels: fine
+    deep = tmp_path / "deep.polyeng"
+    with zipfile.ZipFile(deep, "w") as archive:
+        archive.writestr("graph.json", '{"format": "polyeng.graph", "version": 1, "x": ' + "[" * 100000
+                         + "]" * 100000 + "}")
+    with pytest.raises(ValueError, match="nests deeper than 64 levels"):
+        load_graph(deep)
+
+
+BOMB = """
+    import resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))   # 1 GiB of address space
+    from polyeng.graph import load
+    try:
+        load(sys.argv[1])
+    except ValueError as exc:
+        print("refused:", exc)
+"""
+
+
+def test_a_member_larger_than_its_shape_is_refused_before_it_is_read(tmp_path):
+    """A 2 MB zip whose constant of 12 floats unpacks to 2 GB: refused under a 1 GiB address-space limit."""
+    def inflate(d, m):
+        name = d["constants"][0]["file"]
+        m[name] = m[name][:128] + bytes(2 << 30)
+    path = _rewritten(tmp_path, inflate, compression=zipfile.ZIP_DEFLATED)
+    assert path.stat().st_size < 8 << 20
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(BOMB), str(path)], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "refused:" in out.stdout and "justify 48" in out.stdout, out.stdout
+
+
+def test_the_load_budget_is_an_argument(tmp_path):
+    path = _saved(tmp_path)
+    with pytest.raises(ValueError, match=r"the constants take 48 bytes, over the load budget of 16 \(max_bytes=\)"):
+        load_graph(path, max_bytes=16)
+    assert load_graph(path, max_bytes=48) is not None
