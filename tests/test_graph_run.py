@@ -326,3 +326,27 @@ def test_a_graph_that_already_ran_prints_a_verbose_line_per_node(caplog):
     assert not [r for r in caplog.records if r.getMessage().startswith("polyeng,exec,")]
     assert_same_tree(got, want)
     assert_same_tree(again, want)
+
+
+def test_a_planned_run_follows_a_host_op_whose_result_shape_comes_from_input_values():
+    """ConstantOfShape of an input's contents: the same input signature, other shapes downstream."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    import polyeng.onnx
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["c"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
+             helper.make_node("ReduceMean", ["c"], ["y"], axes=[1], keepdims=0)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = polyeng.onnx.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    for engine in ("basic", "numba"):
+        with polyeng.compute_eng(engine):
+            for size in ([4, 8], [2, 8], [4, 2], [64, 8], [4, 8]):
+                np.testing.assert_array_equal(model(np.array(size, np.int64)), np.ones(size[0], np.float32))
+    assert onnx is not None
+
+
+def test_one_array_given_twice_is_not_planned_as_one_slot():
+    graph = trace(lambda a, b: polyeng.sub(a, b), X, X + 1)
+    x, y = np.ascontiguousarray(X), np.ascontiguousarray(X * 3)
+    np.testing.assert_array_equal(graph(x, x), np.zeros_like(x))   # first run: one object in both slots
+    np.testing.assert_array_equal(graph(x, y), x - y)

@@ -4,9 +4,12 @@ The first run of a graph for a given signature of its inputs (dtypes, shapes, st
 and given scopes (engine, fp math mode, registry) validates each node's arguments and takes its
 bound plan from dispatch (``dispatch.plan_for``), exactly as a direct op call does, and executes
 it. When validation returned the very arrays it was given, the node keeps that bound plan, and
-later runs with the same signature execute it directly: no validation, no plan look-up. Every
-intermediate value's signature follows from the inputs', so it is the same on every run of the
-plan. Conversion under fp math, transfers, the result check, verbose records and fallback are
+later runs with the same signature execute it directly: no validation, no plan look-up. An op's
+result signature follows from its arguments' signatures, so every value an op makes is the same
+on every run of the plan; a host op's may follow from values too (ConstantOfShape of an input's
+contents), so a planned run checks each host result against the planned one and plans the rest
+of the run again where it differs. A node that got one object in two argument slots is not
+planned (a later run may give it two). Conversion under fp math, transfers, the result check, verbose records and fallback are
 the bound plan's (``BoundPlan.execute``): the runner keeps no copy of them.
 
 Host ops (a graph's ``np.*`` and an imported model's ``onnx.*`` nodes) are ops of the catalogue
@@ -137,10 +140,18 @@ class Program:
         key = self._key(inputs, reg, engine) if observe is None else None
         entries = self.plans.get(key) if key is not None else None
         if entries is not None:
-            self._walk(env, entries, reg, None)
-            return env
-        entries = [_FIRST] * len(self.steps)
-        self._walk(env, entries, reg, observe)
+            try:
+                self._walk(env, entries, reg, None)
+                return env
+            except _Diverged as diverged:   # a host op's result differs from the planned one's: plan the rest
+                i = diverged.index
+                for s in self.released[i]:
+                    env[s] = None
+                entries = entries[:i] + [_HostResult(diverged.signature)] + [_FIRST] * (len(self.steps) - i - 1)
+                self._walk(env, entries, reg, None, start=i + 1)
+        else:
+            entries = [_FIRST] * len(self.steps)
+            self._walk(env, entries, reg, observe)
         if key is not None:
             with self._lock:
                 if len(self.plans) >= MAX_PLANS:
@@ -148,15 +159,17 @@ class Program:
                 self.plans[key] = entries
         return env
 
-    def _walk(self, env, entries, reg, observe):
-        """Run every node in order: a planned node through its bound plan, a host op by calling it,
-        any other node the ordinary way. A first run (entries ``_FIRST``) fills in each node's
-        entry for the next run with this signature."""
+    def _walk(self, env, entries, reg, observe, start: int = 0):
+        """Run every node from ``start`` in order: a planned node through its bound plan, a host op
+        by calling it, any other node the ordinary way. A first run (entries ``_FIRST``) fills in
+        each node's entry for the next run with this signature. A host op's result is the one value
+        whose shape may follow from the inputs' values (ConstantOfShape of an input's contents), so
+        a planned run checks it against the planned one's and raises ``_Diverged`` on a difference."""
         level = verbose.level()   # read once a run: no node changes it
-        i = -1
-        for step, entry, dead in zip(self.steps, entries, self.released):
-            i += 1
-            if entry is not None and entry is not _FIRST:   # planned: its bound plan, no validation
+        steps, released = self.steps, self.released
+        for i in range(start, len(steps)):
+            step, entry = steps[i], entries[i]
+            if type(entry) is _Planned:   # planned: its bound plan, no validation
                 result = entry.execute(_arguments(entry.fixed, entry.simple, entry.nested, env), True, level)
                 if step.single is not None:
                     env[step.single] = result
@@ -167,14 +180,19 @@ class Program:
                 if observe is not None:
                     observe(step, kwargs)
                 if step.host is not None:
-                    step.store(step.host(**kwargs), env)
-                    if entry is _FIRST:
-                        entries[i] = None
+                    result = step.host(**kwargs)
+                    step.store(result, env)
+                    if entry is not None:
+                        signature = _result_signature(result)
+                        if entry is _FIRST:
+                            entries[i] = _HostResult(signature)
+                        elif entry.signature != signature:
+                            raise _Diverged(i, signature)
                 elif entry is _FIRST:
                     entries[i] = self._plan_and_run(step, kwargs, env, reg, level)
                 else:
                     step.store(dispatch.run(step.spec, **kwargs), env)
-            for s in dead:
+            for s in released[i]:
                 env[s] = None
 
     def _plan_and_run(self, step, kwargs, env, reg, level):
@@ -186,13 +204,12 @@ class Program:
         plan = dispatch.plan_for(spec, args, reg)
         entry = None
         if plan.cached:
-            slot_of_id = {}
-            for name, s in step.simple:
-                slot_of_id.setdefault(id(env[s]), s)
-            for name, template in step.nested:
-                for slot in leaves(template, _is_slot):
-                    slot_of_id.setdefault(id(env[slot.index]), slot.index)
-            if _arrays_are_inputs(args, slot_of_id, step.fixed):
+            slot_of_id, aliased = {}, False
+            slots = [s for _, s in step.simple] + [slot.index for _, template in step.nested
+                                                   for slot in leaves(template, _is_slot)]
+            for s in slots:   # one object in two slots: a later run may give two, which one slot cannot tell
+                aliased |= slot_of_id.setdefault(id(env[s]), s) != s
+            if not aliased and _arrays_are_inputs(args, slot_of_id, step.fixed):
                 entry = _Planned(plan, args, slot_of_id, step.fixed)
         step.store(plan.execute(args, True, level), env)
         return entry
@@ -222,6 +239,31 @@ class Program:
 
 
 _FIRST = object()   # a node not planned yet for this signature
+
+
+class _HostResult:
+    """A host op's entry in a plan: the signature (dtype, shape, strides) its result had."""
+    __slots__ = ("signature",)
+
+    def __init__(self, signature):
+        self.signature = signature
+
+
+class _Diverged(Exception):
+    """A planned run met a host op whose result differs from the planned one's (at ``index``)."""
+
+    def __init__(self, index: int, signature):
+        self.index, self.signature = index, signature
+
+
+_UNKNOWN = object()   # a result with no signature to compare: never equal, so never trusted
+
+
+def _result_signature(result):
+    try:
+        return _signature(result)
+    except _Uncacheable:
+        return _UNKNOWN
 
 
 def _last_uses(steps, kept) -> list:
