@@ -1,6 +1,7 @@
 """polyeng's thread policy: one budget for every pool it drives, applied per call and restored,
 a user's variables winning, and numba's pool started without spinning workers. Speed itself is
 measured by ``benchmarks/threads.py``, not here."""
+import json
 import os
 import subprocess
 import sys
@@ -131,7 +132,7 @@ def test_large_products_follow_the_budget_of_the_scope(monkeypatch):
 
 
 def test_a_busy_machine_gets_fewer_threads(monkeypatch):
-    monkeypatch.setattr(threads, "available_cores", lambda: 4)
+    monkeypatch.setattr(threads.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(threads, "_load", [0.0, 0])
     for others, expected in ((0, 4), (1, 3), (3, 1), (9, 1)):
         monkeypatch.setattr(threads, "_others_running", lambda n=others: n)
@@ -195,3 +196,59 @@ def test_info_shows_the_policy():
     assert "BLAS:           openblas" in section and "small products on 1, large on the budget" in section
     if NUMBA:
         assert "numba:          omp layer" in section and "PASSIVE: workers sleep between kernels" in section
+
+
+def test_a_failed_blas_count_change_leaves_nothing_held(monkeypatch):
+    state = {"threads": 4, "fail": True}
+
+    def set_(n):
+        if state["fail"]:
+            state["fail"] = False
+            raise KeyboardInterrupt   # landed as the count was being set
+        state["threads"] = n
+    monkeypatch.setattr(_blas_threads, "_controls", (lambda: state["threads"], set_))
+    with pytest.raises(KeyboardInterrupt):
+        with _blas_threads.blas_threads(1 << 20):
+            pass
+    assert not _blas_threads._active and state["threads"] == 4
+    monkeypatch.setattr(_blas_threads, "threads_now", lambda: 4)
+    with _blas_threads.blas_threads(1 << 30):   # a large product gets its threads again
+        assert state["threads"] == 4
+
+
+@needs_numba
+def test_numba_set_num_threads_of_the_user_caps_a_launch(monkeypatch):
+    import numba
+    from numba import prange
+
+    from polyeng.backends.numba._runtime import _SERIAL_BYTES, launch
+
+    @numba.njit(parallel=True)
+    def count(out):
+        for i in prange(out.size):
+            out[i] = numba.get_num_threads()
+    monkeypatch.setattr(threads, "threads_now", lambda: 64)
+    out = np.zeros(8, np.int64)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        launch(count, _SERIAL_BYTES, out)
+    finally:
+        numba.set_num_threads(before)
+    assert set(out) == {1}
+
+
+def test_a_pool_started_under_a_narrower_affinity_reports_its_real_size():
+    code = """
+        import os, json
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        import numba
+        os.sched_setaffinity(0, set(range(os.cpu_count())))
+        from polyeng.backends.numba._runtime import start_pool
+        from numba.np.ufunc import parallel
+        print(json.dumps([start_pool()["size"], parallel.NUM_THREADS, numba.get_num_threads()]))
+    """
+    out = child(code)
+    assert out.returncode == 0, out.stderr
+    size, pool, current = json.loads(out.stdout.strip().splitlines()[-1])
+    assert size == pool == current

@@ -59,21 +59,28 @@ class _Hold:
                 _saved = get()
             held = self.held = min(self.wanted, _saved)
             _active[held] = _active.get(held, 0) + 1
-            fewest = min(_active)
-            if get() != fewest:
-                set_(fewest)
+            try:
+                fewest = min(_active)
+                if get() != fewest:
+                    set_(fewest)
+            except BaseException:   # a failed or interrupted set: this call holds nothing, and says so
+                self._release(get, set_)
+                raise
 
     def __exit__(self, *exc):
         get, set_ = _controls
         with _lock:
-            left = _active[self.held] - 1
-            if left:
-                _active[self.held] = left
-            else:
-                del _active[self.held]
-            wanted = min(_active) if _active else _saved
-            if get() != wanted:
-                set_(wanted)
+            self._release(get, set_)
+
+    def _release(self, get, set_):
+        left = _active[self.held] - 1
+        if left:
+            _active[self.held] = left
+        else:
+            del _active[self.held]
+        wanted = min(_active) if _active else _saved
+        if get() != wanted:
+            set_(wanted)
 
 
 def _after_fork_in_child():

@@ -110,7 +110,8 @@ def threads_now() -> int:
     busy = _load[1]
     if busy <= 0:
         return budget
-    return max(1, min(budget, available_cores() - busy))
+    # the load is the whole machine's: other processes' threads may run on cores this one may not use
+    return max(1, min(budget, (os.cpu_count() or available_cores()) - busy))
 
 
 def _others_running(loadavg: str = "/proc/loadavg", tasks: str = "/proc/self/task") -> int:

@@ -119,7 +119,7 @@ def threads_for(out_nbytes) -> int:
         return 1
     if not _pool:
         start_pool()
-    return min(threads_now(), _pool["size"])
+    return max(1, min(threads_now(), _pool["size"]))
 
 
 def launch(kernel, out_nbytes, *args):
@@ -127,9 +127,9 @@ def launch(kernel, out_nbytes, *args):
     writing under ``_SERIAL_BYTES`` runs on the calling thread alone (waking the pool, and on a
     busy machine waiting for a core, costs far more than such a call)."""
     with launch_lock:
-        wanted = threads_for(out_nbytes)
         get, put = _thread_count_controls()
-        threads = get()
+        threads = get()   # numba's count for this thread: a numba.set_num_threads of the user's caps the call
+        wanted = min(threads_for(out_nbytes), threads)
         if threads == wanted:
             return kernel(*args)
         try:   # set inside the try: an interrupt right after setting still restores the count
@@ -158,8 +158,10 @@ def start_pool() -> dict:
         set_passive = False
         if not started_before:
             if "NUMBA_NUM_THREADS" not in user:   # numba's default is every core of the machine
-                numba.config.NUMBA_NUM_THREADS = available_cores()
-            if "NUMBA_THREADING_LAYER" not in user and "OMP_WAIT_POLICY" not in user and preloaded:
+                # the pool's size was read when numba was imported: both values set, before the launch
+                numba.config.NUMBA_NUM_THREADS = parallel.NUM_THREADS = available_cores()
+            layer_chosen = "NUMBA_THREADING_LAYER" in user or numba.config.THREADING_LAYER != "default"
+            if not layer_chosen and "OMP_WAIT_POLICY" not in user and preloaded:
                 numba.config.THREADING_LAYER = "workqueue"   # a libgomp of unknown policy would spin
             set_passive = "OMP_WAIT_POLICY" not in user and not preloaded
             if set_passive:   # libgomp reads it once, as it loads, which _launch_threads makes it do
@@ -178,13 +180,23 @@ def start_pool() -> dict:
             wait = f"the {layer} layer does not spin" + (" (libgomp was loaded before)" if preloaded else "")
         else:
             wait = "PASSIVE: workers sleep between kernels"
-        _pool.update(layer=layer, size=numba.config.NUMBA_NUM_THREADS, wait=wait,
+        _pool.update(layer=layer, size=parallel.NUM_THREADS, wait=wait,
                      set_by_user=", ".join(sorted(user)) or "nothing")
         record_pool("numba", _pool)
         return _pool
 
 
 _pool_lock = threading.Lock()
+
+
+def _after_fork_in_child():
+    """A fork while another thread held a lock: the child has only this thread to release it."""
+    global launch_lock, _pool_lock
+    launch_lock, _pool_lock = threading.Lock(), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _libgomp_loaded() -> bool:
