@@ -293,3 +293,10 @@ def test_the_load_budget_is_an_argument(tmp_path):
     with pytest.raises(ValueError, match=r"the constants take 48 bytes, over the load budget of 16 \(max_bytes=\)"):
         load_graph(path, max_bytes=16)
     assert load_graph(path, max_bytes=48) is not None
+
+
+@pytest.mark.parametrize("location", ["C:\\\\weights.bin", "\\\\server\\\\share\\\\w.bin", "w\x00.bin", "c:w.bin"])
+def test_external_data_locations_of_other_systems_or_with_nul_are_refused(tmp_path, location):
+    path = write(tmp_path, external_model(location))
+    with pytest.raises(ValueError, match=r"tensor 'w': external data location .* is not a file name inside"):
+        polyeng.onnx.load(str(path))

@@ -7,8 +7,10 @@ EXTERNAL, with a ``location``, ``offset`` and ``length``). polyeng reads them it
   or ``base_dir=`` given explicitly; a model given as bytes or as a ``ModelProto`` that names
   external data without ``base_dir`` is a ValueError (left to the ONNX package, the location
   would be read relative to the process's current folder: a model naming ``.env`` read that);
-- from regular files inside that folder: a location that is absolute, climbs out with ``..``,
-  passes through a symbolic link, or names a FIFO or a device is a ValueError;
+- from regular files inside that folder: a location that is absolute (a drive or a leading
+  separator included), climbs out with ``..``, passes through a symbolic link, or names a FIFO or
+  a device is a ValueError; the file is opened without following a link and checked as opened.
+  A hard link inside the folder is a file of the folder: whoever can write the folder chose it;
 - exactly the bytes the tensor's declared shape and type justify: a ``length`` that disagrees,
   or a file too short for ``offset`` plus those bytes, is a ValueError before anything is read.
 
@@ -57,27 +59,33 @@ def _read(tensor, root: str, where: str) -> None:
     name = f"{where}: tensor {tensor.name!r}"
     info = {entry.key: entry.value for entry in tensor.external_data}
     location = info.get("location", "")
-    if not location or os.path.isabs(location) or ".." in location.replace("\\", "/").split("/"):
+    parts = location.replace("\\", "/").split("/")
+    if (not location or "\0" in location or os.path.isabs(location) or location[0] in "/\\"
+            or os.path.splitdrive(location)[0] or ":" in parts[0] or ".." in parts):
         raise ValueError(f"{name}: external data location {location!r} is not a file name inside the model's "
                          f"folder")
     path = os.path.join(root, location)
-    if os.path.realpath(path) != os.path.normpath(path):
+    if os.path.realpath(path) != os.path.normpath(path) or os.path.commonpath([root, os.path.realpath(path)]) != root:
         raise ValueError(f"{name}: external data location {location!r} passes through a symbolic link")
-    try:
-        found = os.stat(path)
-    except OSError as exc:
-        raise ValueError(f"{name}: external data file {location!r} cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(found.st_mode):
-        raise ValueError(f"{name}: external data location {location!r} is not a regular file")
     nbytes = _declared_bytes(tensor, name)
     offset, length = _int(info.get("offset", "0"), name, "offset"), info.get("length")
     if length is not None and _int(length, name, "length") != nbytes:
         raise ValueError(f"{name}: external data length {length} does not match its shape "
                          f"{list(tensor.dims)} ({nbytes} bytes)")
-    if offset + nbytes > found.st_size:
-        raise ValueError(f"{name}: external data file {location!r} holds {found.st_size} bytes; the tensor needs "
-                         f"{nbytes} from offset {offset}")
-    with open(path, "rb") as f:
+    # opened without following a last link and without blocking on a FIFO, then checked as opened:
+    # what is read is what was checked, whatever changes in the folder meanwhile
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise ValueError(f"{name}: external data file {location!r} cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        found = os.fstat(f.fileno())
+        if not stat.S_ISREG(found.st_mode):
+            raise ValueError(f"{name}: external data location {location!r} is not a regular file")
+        if offset + nbytes > found.st_size:
+            raise ValueError(f"{name}: external data file {location!r} holds {found.st_size} bytes; the tensor "
+                             f"needs {nbytes} from offset {offset}")
         f.seek(offset)
         data = f.read(nbytes)
     if len(data) != nbytes:
@@ -87,17 +95,23 @@ def _read(tensor, root: str, where: str) -> None:
     tensor.data_location = tensor.DEFAULT
 
 
+_FOUR_BIT = {21, 22, 23}   # UINT4, INT4, FLOAT4E2M1: two elements a byte
+
+
 def _declared_bytes(tensor, name: str) -> int:
     if any(d < 0 for d in tensor.dims):
         raise ValueError(f"{name}: negative dim in its shape {list(tensor.dims)}")
+    if tensor.data_type == tensor.STRING:
+        raise ValueError(f"{name}: external string data is not read by polyeng")
+    count = math.prod(tensor.dims)
+    if tensor.data_type in _FOUR_BIT:
+        return (count + 1) // 2
     from onnx import helper
     try:
         itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
     except Exception:
         raise ValueError(f"{name}: external data of element type {tensor.data_type} is not read by polyeng") from None
-    if tensor.data_type == tensor.STRING:
-        raise ValueError(f"{name}: external string data is not read by polyeng")
-    return math.prod(tensor.dims) * itemsize
+    return count * itemsize
 
 
 def _int(text: str, name: str, key: str) -> int:
