@@ -181,3 +181,12 @@ def test_a_graph_whose_batch_cannot_be_told_is_refused():
     graph = polyeng_onnx.load(model.SerializeToString())
     with pytest.raises(ValueError, match="cannot tell which named dim is the batch"):
         graph(da.ones((4, 3, 4), chunks=2, dtype=np.float32))
+
+
+def test_a_graph_finds_dask_arrays_nested_deep_in_its_inputs():
+    import polyeng.graph
+    x = np.arange(24, dtype=np.float32).reshape(6, 4)
+    graph = polyeng.graph.trace(lambda d: polyeng.relu(d["a"][0][0]), {"a": [[x]]})
+    lazy = graph({"a": [[da.from_array(x, chunks=(3, 4))]]})
+    assert isinstance(lazy, da.Array)   # lazy, one task per batch chunk, not computed here
+    np.testing.assert_array_equal(lazy.compute(), np.maximum(x, 0))

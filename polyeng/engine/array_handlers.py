@@ -34,27 +34,33 @@ def _active() -> list:
     return found
 
 
-def handler_for(values):
+def handler_for(values, depth: int = 2):
     """The handler claiming an array among ``values`` (a dict of arguments, or a list/tuple of
-    them; lists and tuples are looked into two levels deep, as lstm's params need), or None."""
+    them), or None. Lists, tuples and dicts are looked into ``depth`` levels deep: two for an op's
+    arguments (lstm's params), as deep as they go for a graph's inputs (``depth=None``)."""
     handlers = _active()
     if not handlers:
         return None
+    limit = 1 << 30 if depth is None else depth
     for value in (values.values() if isinstance(values, dict) else values):
         kind = type(value)
         if kind is np.ndarray:
             continue
         for handler in handlers:
-            if _holds(handler, value, 2):
+            if _holds(handler, value, limit):
                 return handler
     return None
 
 
 def _holds(handler, value, depth: int) -> bool:
-    kind = type(value)
-    if kind is list or kind is tuple:
-        return depth > 0 and any(_holds(handler, item, depth - 1) for item in value)
-    if kind is dict:
-        return depth > 0 and any(_holds(handler, item, depth - 1) for item in value.values())
-    return kind is not np.ndarray and handler.claims(value)
+    stack = [(value, depth)]   # no recursion: a graph's inputs may nest deeply
+    while stack:
+        item, left = stack.pop()
+        kind = type(item)
+        if kind is list or kind is tuple or kind is dict:
+            if left > 0:
+                stack.extend((v, left - 1) for v in (item.values() if kind is dict else item))
+        elif kind is not np.ndarray and handler.claims(item):
+            return True
+    return False
 

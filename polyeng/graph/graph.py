@@ -63,7 +63,7 @@ class Graph:
     def __call__(self, *args, **kwargs):
         for library in array_handlers.LIBRARIES:   # dask arrays: lazily, one task per batch chunk
             if library in sys.modules:
-                handler = array_handlers.handler_for(list(args) + list(kwargs.values()))
+                handler = array_handlers.handler_for(list(args) + list(kwargs.values()), depth=None)
                 if handler is not None:
                     return handler.run_graph(self, args, kwargs)
                 break

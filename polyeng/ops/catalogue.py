@@ -72,7 +72,7 @@ class OpSpec:
 _lock = threading.RLock()
 _specs: dict[str, OpSpec] = {}
 _host: dict[str, OpSpec] = {}
-_state = {"loaded": False, "loading": False}
+_state = {"loaded": False, "loading": None}   # loading: the id of the thread importing the families
 # Host ops of other packages, by name prefix: their module is imported when one is first asked for
 # (a saved graph of an imported model names ``onnx.*`` nodes before anything imported polyeng.onnx).
 HOST_PROVIDERS = {"np.": "polyeng.graph.numpy_nodes", "onnx.": "polyeng.onnx.host_ops"}
@@ -82,10 +82,10 @@ def _discover() -> None:
     with _lock:
         if _state["loaded"]:
             return
-        if _state["loading"]:
+        if _state["loading"] == threading.get_ident():
             raise RuntimeError("the op catalogue was read while its family modules were being imported; "
                                "a family module must not read the catalogue at import time")
-        _state["loading"] = True
+        _state["loading"] = threading.get_ident()
         try:
             package = importlib.import_module(__package__)
             found = {}
@@ -103,12 +103,13 @@ def _discover() -> None:
                 setattr(package, name, spec.function)
             _state["loaded"] = True
         finally:
-            _state["loading"] = False
+            _state["loading"] = None
 
 
 def loading() -> bool:
-    """Whether the family modules are being imported right now."""
-    return _state["loading"]
+    """Whether this thread is importing the family modules right now (another thread reading the
+    catalogue meanwhile waits for it)."""
+    return _state["loading"] == threading.get_ident()
 
 
 def specs() -> dict[str, OpSpec]:
