@@ -208,7 +208,8 @@ def test_no_command_is_a_one_line_error(capsys):
 
 
 BAD_SETTINGS = [("POLYENG_VERBOSE", "abc"), ("POLYENG_COMPUTE_ENG", "nonsense"),
-                ("POLYENG_DEFAULT_FP_MATH_MODE", "nonsense"), ("POLYENG_DISABLE_PLUGIN_AUTOLOAD", "maybe")]
+                ("POLYENG_DEFAULT_FP_MATH_MODE", "nonsense"), ("POLYENG_DISABLE_PLUGIN_AUTOLOAD", "maybe"),
+                ("POLYENG_NUM_THREADS", "0")]
 
 
 @pytest.mark.parametrize("command", [["info"], ["bench", "--quiet"], ["explain", "softmax", "2x3"],
