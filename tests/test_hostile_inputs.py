@@ -2,6 +2,7 @@
 that crashes the process. Crash cases run in a child process, so a crash fails the test
 instead of ending the run."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -300,3 +301,69 @@ def test_external_data_locations_of_other_systems_or_with_nul_are_refused(tmp_pa
     path = write(tmp_path, external_model(location))
     with pytest.raises(ValueError, match=r"tensor 'w': external data location .* is not a file name inside"):
         polyeng.onnx.load(str(path))
+
+
+# --- ONNX memory bombs: refused by the load budget before inference or folding takes the memory --
+
+ONNX_BOMB = """
+    import resource, sys
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))   # 3 GiB of address space
+    import polyeng.onnx
+    try:
+        polyeng.onnx.load(sys.argv[1])
+    except ValueError as exc:
+        print("refused:", exc)
+"""
+
+
+def _int64(name, values):
+    return numpy_helper_from(np.array(values, np.int64), name)
+
+
+def numpy_helper_from(array, name):
+    from onnx import numpy_helper
+    return numpy_helper.from_array(array, name)
+
+
+def _bomb_model(kind):
+    out = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+    if kind == "constant_of_shape":
+        nodes = [helper.make_node("ConstantOfShape", ["s"], ["y"], name="fill",
+                                  value=helper.make_tensor("v", onnx.TensorProto.FLOAT, [1], [1.0]))]
+        inits = [_int64("s", [1 << 16, 1 << 16])]   # 4 G floats: 16 GiB
+    elif kind == "range":
+        nodes = [helper.make_node("Range", ["a", "b", "c"], ["y"], name="count")]
+        inits = [numpy_helper_from(np.array(0, np.int64), "a"), numpy_helper_from(np.array(1 << 40, np.int64), "b"),
+                 numpy_helper_from(np.array(1, np.int64), "c")]
+        out = helper.make_tensor_value_info("y", onnx.TensorProto.INT64, None)
+    else:   # an initializer that claims 4 TiB and holds nothing
+        claim = onnx.TensorProto(name="huge", data_type=onnx.TensorProto.FLOAT, dims=[1 << 40])
+        nodes, inits = [helper.make_node("Identity", ["huge"], ["y"], name="pass")], [claim]
+    graph = helper.make_graph(nodes, "bomb", [], [out], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("constant_of_shape", r"ConstantOfShape 'fill': asks for 4294967296 elements"),
+    ("range", r"Range 'count': asks for 1099511627776 elements"),
+    ("claim", r"initializer 'huge' of shape \[1099511627776\] takes 4398046511104 bytes"),
+])
+def test_a_tiny_model_asking_for_gigabytes_is_refused_before_the_memory_is_taken(tmp_path, kind, message):
+    path = tmp_path / f"{kind}.onnx"
+    path.write_bytes(_bomb_model(kind).SerializeToString())
+    assert path.stat().st_size < 1024
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(ONNX_BOMB), str(path)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "refused:" in out.stdout and re.search(message, out.stdout), out.stdout
+
+
+def test_the_onnx_load_budget_is_an_argument():
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 4])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 4])],
+                              [numpy_helper_from(WEIGHT, "w")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ValueError, match=r"initializer 'w' of shape \[3, 4\] takes 48 bytes, over the load budget of 40"):
+        polyeng.onnx.load(proto, max_bytes=40)
+    assert polyeng.onnx.load(proto, max_bytes=48) is not None

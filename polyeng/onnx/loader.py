@@ -6,7 +6,7 @@ import numpy as np
 from ..graph.graph import Graph
 from ..graph.ir import Ref
 from . import model as onnx_model
-from . import registry
+from . import budget, registry
 # The converter and fusion modules: each registers its functions with ``registry`` on import.
 from . import ops_math, ops_matmul, ops_nn, ops_shape, patterns  # noqa: F401
 from ..graph.ir import unique
@@ -16,7 +16,7 @@ from .fusion_graph import FusionGraph
 from .registry import fusions, supported_ops  # noqa: F401  (answered once the modules above registered)
 
 
-def load(model, base_dir=None) -> Graph:
+def load(model, base_dir=None, max_bytes=None) -> Graph:
     """An ONNX model (a path, bytes or ``onnx.ModelProto``) as a polyeng ``Graph``.
 
     The graph takes the model's inputs positionally, in the model's order (initializers are not
@@ -27,9 +27,11 @@ def load(model, base_dir=None) -> Graph:
 
     External data is read only from inside the model file's folder, or from ``base_dir`` when it
     is given; a model given as bytes or a ModelProto that names external data needs ``base_dir``
-    (see ``polyeng.onnx.external_data``).
+    (see ``polyeng.onnx.external_data``). No tensor made at load time may exceed ``max_bytes``
+    (8 GiB by default; ``polyeng.onnx.budget``), checked before shape inference or folding runs.
     """
     proto = onnx_model.read(model, base_dir)
+    budget.check(proto, max_bytes, _where(model))
     opset = onnx_model.opset(proto)
     types = onnx_model.infer_types(proto)
     g = proto.graph
@@ -111,3 +113,8 @@ def _live(nodes, outputs) -> list:
             kept.append(node)
             needed.update(node.inputs)
     return kept[::-1]
+
+
+def _where(model) -> str:
+    import os
+    return os.fspath(model) if isinstance(model, (str, os.PathLike)) else "the model given"
