@@ -223,6 +223,14 @@ def backends():
         polyeng.unregister_backend(plugin)
 
 
+@pytest.fixture
+def on_basic():
+    """The test's calls on BASIC alone: known values and argument rules are the reference engine's."""
+    import polyeng
+    with polyeng.compute_eng("basic", fallback=False):
+        yield
+
+
 def _parametrized_directly(metafunc: pytest.Metafunc, name: str) -> bool:
     for mark in metafunc.definition.iter_markers("parametrize"):
         names = mark.args[0] if mark.args else mark.kwargs.get("argnames", ())

@@ -25,13 +25,6 @@ pytestmark = pytest.mark.uses_ops("cast")
 
 # -- known values on BASIC -------------------------------------------------------------------------
 
-# The known values and argument rules are BASIC's: those tests take this fixture.
-@pytest.fixture
-def on_basic():
-    with polyeng.compute_eng("basic", fallback=False):
-        yield
-
-
 @pytest.mark.usefixtures("on_basic")
 def test_cast_rounds_to_nearest_even():
     x = np.array([1 + 2 ** -8, 1 + 3 * 2 ** -8, 1 + 2 ** -8 + 2 ** -30, -(1 + 2 ** -8 + 2 ** -30),

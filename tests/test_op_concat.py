@@ -14,13 +14,6 @@ from polyeng.engine import dtypes as dt
 
 # -- known values on BASIC -------------------------------------------------------------------------
 
-# The known values and argument rules are BASIC's: those tests take this fixture.
-@pytest.fixture
-def on_basic():
-    with polyeng.compute_eng("basic", fallback=False):
-        yield
-
-
 @pytest.mark.usefixtures("on_basic")
 def test_concat_known_values_and_promotion():
     a = np.array([[1, 2]], np.int8)

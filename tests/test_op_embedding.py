@@ -6,13 +6,9 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from elementwise_checks import basic, from_torch, needs_torch, sample, special_values, to_torch, torch
 
-try:
-    import torch
-    F = torch.nn.functional
-except ImportError:   # only the comparison with PyTorch needs it: it skips, the other tests run
-    torch = F = None
-needs_torch = pytest.mark.skipif(torch is None, reason="could not import 'torch'")
+F = torch.nn.functional if torch is not None else None
 
 
 ALL_DTYPES = {dt.short_name(d): d for d in dt.SUPPORTED_DTYPES}
@@ -100,37 +96,6 @@ def test_embedding_of_a_one_column_and_a_one_row_table(engine):
 
 
 # -- BASIC against PyTorch -------------------------------------------------------------------------
-
-def basic(op, *args, **kwargs):
-    with polyeng.compute_eng("basic", fallback=False):
-        return getattr(polyeng, op)(*args, **kwargs)
-
-
-def to_torch(a):
-    a = np.asarray(a)
-    if a.dtype == dt.bfloat16:   # torch reads no ml_dtypes array; every bf16 value is an f32 value
-        return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
-    return torch.from_numpy(np.ascontiguousarray(a))
-
-
-def from_torch(t):
-    if t.dtype == torch.bfloat16:
-        return t.float().numpy().astype(dt.bfloat16)
-    return t.numpy()
-
-
-def special_values(dtype):
-    big = 60000.0 if np.dtype(dtype) == np.float16 else 1e38
-    return np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1000.0, -1000.0, big, -big, 20.0, -20.0, 1e-3],
-                    np.float64).astype(dtype)
-
-
-def sample(op, shape, dtype, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape) * 3
-    if op == "sqrt":
-        x = np.abs(x)
-    return x.astype(dtype)
 
 
 @needs_torch

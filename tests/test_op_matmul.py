@@ -20,13 +20,6 @@ from support import device_tensor_or_skip
 
 # -- known values on BASIC -------------------------------------------------------------------------
 
-# The known values and argument rules are BASIC's: those tests take this fixture.
-@pytest.fixture
-def on_basic():
-    with polyeng.compute_eng("basic", fallback=False):
-        yield
-
-
 @pytest.mark.usefixtures("on_basic")
 def test_matmul_known_values_and_numpy_rules():
     a = np.array([[1, 2], [3, 4]], np.int32)

@@ -20,13 +20,6 @@ FLOATS = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "bf16": dt.bf
 
 # -- known values on BASIC -------------------------------------------------------------------------
 
-# The known values and argument rules are BASIC's: those tests take this fixture.
-@pytest.fixture
-def on_basic():
-    with polyeng.compute_eng("basic", fallback=False):
-        yield
-
-
 @pytest.mark.usefixtures("on_basic")
 def test_layer_norm_known_values():
     x = np.array([[1.0, 2.0, 3.0, 4.0]])          # mean 2.5, biased var 1.25

@@ -10,13 +10,6 @@ from support import random_values as values
 
 # -- known values on BASIC -------------------------------------------------------------------------
 
-# The known values and argument rules are BASIC's: those tests take this fixture.
-@pytest.fixture
-def on_basic():
-    with polyeng.compute_eng("basic", fallback=False):
-        yield
-
-
 @pytest.mark.usefixtures("on_basic")
 def test_permute_known_values():
     x = np.arange(6).reshape(1, 2, 3)

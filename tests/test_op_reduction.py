@@ -12,27 +12,17 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
-
-try:
-    import torch
-except ImportError:   # only the comparisons with PyTorch need it: they skip, the other tests run
-    torch = None
-needs_torch = pytest.mark.skipif(torch is None, reason="could not import 'torch'")
+from elementwise_checks import FLOATS, basic, eps, from_torch, needs_torch, to_torch, torch
 
 
 pytestmark = pytest.mark.uses_ops("mean")
 
-FLOATS = {"f16": np.float16, "bf16": dt.bfloat16, "f32": np.float32, "f64": np.float64}
 AXES = [None, 0, 1, 2, -1, -3, (0, 2), (2, 0), (-1, 0), (0, 1, 2), (1,), [1, 2]]
 
 
 def mean(engine, x, axis=None, keepdims=False):
     with polyeng.compute_eng(engine, fallback=False):
         return polyeng.mean(x, axis=axis, keepdims=keepdims)
-
-
-def eps(dtype):
-    return 2.0 ** -7 if np.dtype(dtype) == dt.bfloat16 else float(np.finfo(dtype).eps)
 
 
 def assert_matches_basic(engine, x, axis=None, keepdims=False, ulps=4):
@@ -173,10 +163,6 @@ def test_f64_accuracy(engine):
 
 # -- known values on BASIC, and BASIC against PyTorch ----------------------------------------------
 
-def basic(op, *args, **kwargs):
-    with polyeng.compute_eng("basic", fallback=False):
-        return getattr(polyeng, op)(*args, **kwargs)
-
 
 def test_known_values_of_mean_reshape_and_embedding():
     x = np.arange(1.0, 13.0, dtype=np.float32).reshape(3, 4)
@@ -188,19 +174,6 @@ def test_known_values_of_mean_reshape_and_embedding():
     np.testing.assert_array_equal(basic("embedding", np.array([2, 0, 2]), x), [x[2], x[0], x[2]])
     np.testing.assert_array_equal(basic("div", np.array([7, -7, 1]), np.array([2, 2, 0])), [3.5, -3.5, np.inf])
     assert basic("add", np.array([127], np.int8), 1).tolist() == [-128]
-
-
-def to_torch(a):
-    a = np.asarray(a)
-    if a.dtype == dt.bfloat16:   # torch reads no ml_dtypes array; every bf16 value is an f32 value
-        return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16)
-    return torch.from_numpy(np.ascontiguousarray(a))
-
-
-def from_torch(t):
-    if t.dtype == torch.bfloat16:
-        return t.float().numpy().astype(dt.bfloat16)
-    return t.numpy()
 
 
 @needs_torch

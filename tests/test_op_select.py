@@ -23,13 +23,6 @@ from support import random_values as values
 
 # -- known values on BASIC -------------------------------------------------------------------------
 
-# The known values and argument rules are BASIC's: those tests take this fixture.
-@pytest.fixture
-def on_basic():
-    with polyeng.compute_eng("basic", fallback=False):
-        yield
-
-
 @pytest.mark.usefixtures("on_basic")
 def test_select_two_step_broadcast_examples():
     then = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)

@@ -20,13 +20,6 @@ OPS = ("softmax", "log_softmax")
 
 # -- known values on BASIC -------------------------------------------------------------------------
 
-# The known values and argument rules are BASIC's: those tests take this fixture.
-@pytest.fixture
-def on_basic():
-    with polyeng.compute_eng("basic", fallback=False):
-        yield
-
-
 @pytest.mark.usefixtures("on_basic")
 def test_softmax_known_values():
     out = polyeng.softmax(np.array([1.0, 2.0, 3.0]))
