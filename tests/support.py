@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import polyeng
+from polyeng.engine import dtypes as dt
 
 
 class FakeTensor:
@@ -158,3 +159,50 @@ def lstm_params(lm):
     """The one-layer ``params`` of a ``polyeng.model_zoo.lstm_language_model``'s LSTM."""
     w = lm.weights
     return [(w["lstm.weight_ih_l0"], w["lstm.weight_hh_l0"], w["lstm.bias_ih_l0"], w["lstm.bias_hh_l0"])]
+
+
+def run_on(engine, op, *args, **kwargs):
+    """``polyeng.<op>(*args, **kwargs)`` on ``engine`` alone (no fallback)."""
+    with polyeng.compute_eng(engine, fallback=False):
+        return getattr(polyeng, op)(*args, **kwargs)
+
+
+def both(engine, op, *args, **kwargs):
+    """The op's result on BASIC and on ``engine``."""
+    return run_on("basic", op, *args, **kwargs), run_on(engine, op, *args, **kwargs)
+
+
+def assert_same_bits(engine, op, *args, **kwargs):
+    """``engine``'s result is BASIC's bit for bit, as a C-contiguous numpy array."""
+    expected = run_on("basic", op, *args, **kwargs)
+    actual = run_on(engine, op, *args, **kwargs)
+    assert type(actual) is np.ndarray
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert actual.flags.c_contiguous
+    assert actual.tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+def assert_close_tree(expected, actual, **tol):
+    """``actual`` (device tensors brought back) within ``tol`` of ``expected``, nested lists and tuples
+    alike; integer and bool results equal."""
+    if isinstance(expected, (tuple, list)):
+        assert len(expected) == len(actual)
+        for e, a in zip(expected, actual):
+            assert_close_tree(e, a, **tol)
+        return
+    actual = polyeng.to_numpy(actual)
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    if actual.dtype.kind in "biu":
+        np.testing.assert_array_equal(actual, expected)
+    else:
+        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), **tol)
+
+
+def sample_values(shape, dtype, seed=0):
+    """Values of ``dtype``: bools, small non-negative integers, or floats of a spread of 10."""
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype) == dt.bool_:
+        return rng.random(shape) > 0.5
+    if np.dtype(dtype).kind in "iu":
+        return rng.integers(0, 100, shape).astype(dtype)
+    return (rng.standard_normal(shape) * 10).astype(dtype)

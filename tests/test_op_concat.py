@@ -10,6 +10,7 @@ import pytest
 import polyeng
 from support import device_tensor_or_skip, random_values as values
 from polyeng.engine import dtypes as dt
+from support import assert_same_bits, run_on as run
 
 
 # -- known values on BASIC -------------------------------------------------------------------------
@@ -46,20 +47,6 @@ def test_concat_bad_arguments(tensors, axis, error, match):
 
 # one dtype per element width and kind: each exercises a separately compiled kernel
 EXACT_DTYPES = [np.bool_, np.int8, np.uint8, dt.bfloat16, np.float16, np.float32, np.int32, np.int64, np.float64]
-
-
-def run(engine, op, *args, **kwargs):
-    with polyeng.compute_eng(engine, fallback=False):
-        return getattr(polyeng, op)(*args, **kwargs)
-
-
-def assert_same_bits(engine, op, *args, **kwargs):
-    expected = run("basic", op, *args, **kwargs)
-    actual = run(engine, op, *args, **kwargs)
-    assert type(actual) is np.ndarray
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    assert actual.flags.c_contiguous
-    assert actual.tobytes() == np.ascontiguousarray(expected).tobytes()
 
 
 @pytest.mark.uses_ops("concat")

@@ -4,8 +4,8 @@ against PyTorch's F.embedding (with reshape, which shares the test)."""
 import numpy as np
 import pytest
 
-import polyeng
 from polyeng.engine import dtypes as dt
+from support import run_on as on, sample_values as values
 from elementwise_checks import basic, from_torch, needs_torch, sample, special_values, to_torch, torch
 
 F = torch.nn.functional if torch is not None else None
@@ -14,20 +14,6 @@ F = torch.nn.functional if torch is not None else None
 ALL_DTYPES = {dt.short_name(d): d for d in dt.SUPPORTED_DTYPES}
 FLOATS = {dt.short_name(d): d for d in dt.FLOAT_DTYPES}
 BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def on(engine, op, *args):
-    with polyeng.compute_eng(engine, fallback=False):
-        return getattr(polyeng, op)(*args)
-
-
-def values(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    if np.dtype(dtype) == dt.bool_:
-        return rng.random(shape) > 0.5
-    if np.dtype(dtype).kind in "iu":
-        return rng.integers(0, 100, shape).astype(dtype)
-    return (rng.standard_normal(shape) * 10).astype(dtype)
 
 
 def bits(a):

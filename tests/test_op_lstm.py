@@ -12,6 +12,8 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from elementwise_checks import eps
+from support import assert_close_tree as assert_same_tree, both, run_on
 
 
 F64_TOL = dict(rtol=0, atol=1e-8)   # literals below carry 9 decimals
@@ -362,33 +364,6 @@ def test_matches_torch(layers, bidirectional, batch_first, bias):
 # --- every engine against BASIC -------------------------------------------------------------------
 
 TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13)}
-
-
-def run_on(engine, op, *args, **kwargs):
-    with polyeng.compute_eng(engine, fallback=False):
-        return getattr(polyeng, op)(*args, **kwargs)
-
-
-def both(engine, op, *args, **kwargs):
-    return run_on("basic", op, *args, **kwargs), run_on(engine, op, *args, **kwargs)
-
-
-def eps(dtype):
-    return 2.0 ** -7 if np.dtype(dtype) == dt.bfloat16 else float(np.finfo(dtype).eps)
-
-
-def assert_same_tree(expected, actual, **tol):
-    if isinstance(expected, (tuple, list)):
-        assert len(expected) == len(actual)
-        for e, a in zip(expected, actual):
-            assert_same_tree(e, a, **tol)
-        return
-    actual = polyeng.to_numpy(actual)
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    if actual.dtype.kind in "biu":
-        np.testing.assert_array_equal(actual, expected)
-    else:
-        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), **tol)
 
 
 def lstm_params(rng, input_size, hidden, layers, dirs, bias, dtype):

@@ -15,6 +15,8 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from elementwise_checks import eps
+from support import assert_close_tree as assert_same_tree, both, run_on as run
 from support import device_tensor_or_skip
 
 
@@ -71,33 +73,6 @@ def opencl_only():
     down-converting mode, its tile shapes), which no other engine makes."""
     if "opencl" not in AVAILABLE:
         pytest.skip("opencl is unavailable (the CI run requires it)")
-
-
-def run(engine, op, *args, **kwargs):
-    with polyeng.compute_eng(engine, fallback=False):
-        return getattr(polyeng, op)(*args, **kwargs)
-
-
-def both(engine, op, *args, **kwargs):
-    return run("basic", op, *args, **kwargs), run(engine, op, *args, **kwargs)
-
-
-def eps(dtype):
-    return 2.0 ** -7 if np.dtype(dtype) == dt.bfloat16 else float(np.finfo(dtype).eps)
-
-
-def assert_same_tree(expected, actual, **tol):
-    if isinstance(expected, (tuple, list)):
-        assert len(expected) == len(actual)
-        for e, a in zip(expected, actual):
-            assert_same_tree(e, a, **tol)
-        return
-    actual = polyeng.to_numpy(actual)
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    if actual.dtype.kind in "biu":
-        np.testing.assert_array_equal(actual, expected)
-    else:
-        np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), **tol)
 
 
 def assert_product(engine, expected, actual, ulps=4):

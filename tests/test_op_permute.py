@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import polyeng
+from support import assert_same_bits
 from support import random_values as values
 
 
@@ -31,19 +32,6 @@ def test_permute_bad_arguments(dims, error, match):
 
 
 # -- every engine against BASIC --------------------------------------------------------------------
-
-def run(engine, op, *args, **kwargs):
-    with polyeng.compute_eng(engine, fallback=False):
-        return getattr(polyeng, op)(*args, **kwargs)
-
-
-def assert_same_bits(engine, op, *args, **kwargs):
-    expected = run("basic", op, *args, **kwargs)
-    actual = run(engine, op, *args, **kwargs)
-    assert type(actual) is np.ndarray
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    assert actual.flags.c_contiguous
-    assert actual.tobytes() == np.ascontiguousarray(expected).tobytes()
 
 
 @pytest.mark.uses_ops("permute_contiguous")

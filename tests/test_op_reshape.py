@@ -5,25 +5,11 @@ returns a view, numpy's values for a non-contiguous input."""
 import numpy as np
 import pytest
 
-import polyeng
 from polyeng.engine import dtypes as dt
+from support import run_on as on, sample_values as values
 
 
 ALL_DTYPES = {dt.short_name(d): d for d in dt.SUPPORTED_DTYPES}
-
-
-def on(engine, op, *args):
-    with polyeng.compute_eng(engine, fallback=False):
-        return getattr(polyeng, op)(*args)
-
-
-def values(shape, dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    if np.dtype(dtype) == dt.bool_:
-        return rng.random(shape) > 0.5
-    if np.dtype(dtype).kind in "iu":
-        return rng.integers(0, 100, shape).astype(dtype)
-    return (rng.standard_normal(shape) * 10).astype(dtype)
 
 
 RESHAPES = [((24,), (2, 3, 4)), ((24,), -1), ((24,), 24), ((2, 3, 4), (4, -1)), ((2, 3, 4), (-1,)),

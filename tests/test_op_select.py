@@ -18,6 +18,7 @@ from hypothesis.extra import numpy as hnp
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from support import assert_same_bits, run_on as run
 from support import random_values as values
 
 
@@ -66,19 +67,6 @@ def test_select_bad_arguments():
 
 
 # -- every engine against BASIC --------------------------------------------------------------------
-
-def run(engine, op, *args, **kwargs):
-    with polyeng.compute_eng(engine, fallback=False):
-        return getattr(polyeng, op)(*args, **kwargs)
-
-
-def assert_same_bits(engine, op, *args, **kwargs):
-    expected = run("basic", op, *args, **kwargs)
-    actual = run(engine, op, *args, **kwargs)
-    assert type(actual) is np.ndarray
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    assert actual.flags.c_contiguous
-    assert actual.tobytes() == np.ascontiguousarray(expected).tobytes()
 
 
 @pytest.mark.uses_ops("select")
