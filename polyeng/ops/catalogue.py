@@ -138,14 +138,6 @@ def host_spec(name: str) -> Optional[OpSpec]:
     return spec
 
 
-def host_specs(prefix: str) -> dict[str, OpSpec]:
-    """Every host op whose name starts with ``prefix`` (its provider imported first)."""
-    module = HOST_PROVIDERS.get(prefix)
-    if module is not None:
-        importlib.import_module(module)
-    return {name: spec for name, spec in _host.items() if name.startswith(prefix)}
-
-
 def lookup(op, where: str = "op") -> OpSpec:
     """The OpSpec of an op given by name (host ops included) or as the op function; ValueError
     listing the ops otherwise."""
@@ -156,8 +148,3 @@ def lookup(op, where: str = "op") -> OpSpec:
     if spec is None:
         raise ValueError(f"{where}={op!r} is not a polyeng op; expected one of {', '.join(sorted(specs()))}")
     return spec
-
-
-def is_op(name) -> bool:
-    """Whether ``name`` is an engine op (not a host op)."""
-    return isinstance(name, str) and name in specs()
