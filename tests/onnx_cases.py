@@ -155,7 +155,8 @@ def arithmetic():
 def activations():
     out = []
     for op, make in (("Sqrt", pos(0.01, 9.0)), ("Erf", f(scale=2.0)), ("Tanh", f(scale=4.0)),
-                     ("Sigmoid", f(scale=8.0)), ("Relu", f()), ("Exp", f(scale=3.0))):
+                     ("Sigmoid", f(scale=8.0)), ("Relu", f()), ("Exp", f(scale=3.0)), ("Abs", f(scale=3.0)),
+                     ("Neg", f(scale=3.0))):
         out.append(case(op.lower(), [node(op, ["x"], ["y"])], [("x", F32, ["N", 3, 5])], [("y", F32)], [make],
                         [((2, 3, 5),), ((3, 3, 5),)]))
     for op in ("Softmax", "LogSoftmax"):

@@ -16,7 +16,8 @@ from .context import OnnxNode, positive_axis
 from .registry import converter
 
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
-UNARY = {"Sqrt": "sqrt", "Erf": "erf", "Tanh": "tanh", "Sigmoid": "sigmoid", "Relu": "relu", "Exp": "exp"}
+UNARY = {"Sqrt": "sqrt", "Erf": "erf", "Tanh": "tanh", "Sigmoid": "sigmoid", "Relu": "relu", "Exp": "exp",
+         "Abs": "abs", "Neg": "neg"}
 POLYENG_DTYPES = {np.dtype(d) for d in (np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32,
                                         np.int64, np.bool_)} | {np.dtype(dt.bfloat16)}
 
@@ -110,6 +111,8 @@ def _settle(n: OnnxNode, i: int = 0) -> None:
 @converter("Sigmoid")
 @converter("Relu")
 @converter("Exp")
+@converter("Abs")
+@converter("Neg")
 def unary(n: OnnxNode) -> None:
     x = n.need(0, "X")
     _check_dtype(n, x)
