@@ -277,6 +277,32 @@ def test_an_interrupt_dropped_inside_a_c_callback_still_ends_the_command(twice):
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
 
 
+_HALF_BUILT = """
+import sys
+import polyeng.cli as cli
+
+class HalfBuilt:   # as llvmlite's OutputString: __init__ interrupted before it set what __del__ reads
+    def __init__(self):
+        raise KeyboardInterrupt
+
+    def __del__(self):
+        self._owned
+
+def command(argv):
+    HalfBuilt()
+
+cli._run_command = command
+sys.exit(cli.main([]))
+"""
+
+
+def test_an_object_the_interrupt_left_half_built_dies_quietly():
+    proc = subprocess.run([sys.executable, "-c", _HALF_BUILT], cwd=ROOT, text=True, capture_output=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 130, proc.stderr[-2000:]
+    assert proc.stderr == "polyeng: interrupted\n", proc.stderr
+
+
 def test_a_closed_output_pipe_ends_quietly():
     proc = polyeng_process("info")
     proc.stdout.close()   # as ``polyeng info | head -0``: the reader is gone before anything is written

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -96,15 +97,22 @@ class _Redelivery:
     for every function it compiles) raises KeyboardInterrupt inside that callback, where ctypes
     prints "Exception ignored" and drops it: the command would go on as if never interrupted.
     While ``interrupts_kept()`` is active such a dropped KeyboardInterrupt is not printed, and the
-    main thread is interrupted again (every ``RETRY_S`` until ``main`` has caught one)."""
+    main thread is interrupted again (every ``RETRY_S`` until ``main`` has caught one).
+
+    Once ``main`` has caught an interrupt, what an object half built when it landed raises as it is
+    destroyed (llvmlite's ``OutputString.__del__`` reading an attribute its ``__init__`` never set)
+    is not printed either: the command was stopped, and that is all the user is told."""
 
     RETRY_S = 0.2
 
     def __init__(self):
         self.caught = threading.Event()
+        self.interrupted = False
         self.thread = None
 
     def hook(self, unraisable, previous):
+        if self.interrupted:
+            return None
         if not issubclass(unraisable.exc_type, KeyboardInterrupt):
             return previous(unraisable)
         if self.thread is None or not self.thread.is_alive():
@@ -117,6 +125,7 @@ class _Redelivery:
 
     def stop(self):
         """No interrupt after this one: the thread ends, and one it sent just before is taken here."""
+        self.interrupted = True
         self.caught.set()
         if self.thread is not None:
             self.thread.join()
@@ -141,5 +150,7 @@ def interrupts_kept():
         yield redelivery.stop
     finally:
         redelivery.caught.set()
+        if redelivery.interrupted:   # objects the interrupt left half built are destroyed while the hook stands
+            gc.collect()
         sys.unraisablehook = previous
 
