@@ -44,13 +44,25 @@ def onnxruntime_session(path: str, threads: int | None = None):
 
 
 def load_torch(wanted: bool):
-    """The torch module, or None when not ``wanted`` or not installed."""
+    """The torch module, or None when not ``wanted`` or not installed.
+
+    The runners are timed interleaved in one process, so torch's OpenMP workers spinning after its
+    call would take the cores from the next runner's (all runners went 1.6-2x slower). torch loads
+    its own libgomp, which reads ``OMP_WAIT_POLICY`` once as it loads: a first import here sets it
+    to PASSIVE for that moment, unless the user set it, as polyeng's thread policy does for numba."""
     if not wanted:
         return None
+    import sys
+    first = "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ
+    if first:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     try:
         import torch
     except ImportError:
         return None
+    finally:
+        if first:
+            os.environ.pop("OMP_WAIT_POLICY", None)
     return torch
 
 
