@@ -145,7 +145,7 @@ class Graph:
             for k, t in template.items():
                 self._match(t, value[k], f"{where}.{k}", found)
         elif not _same(template, value):
-            raise ValueError(f"input {where}={value!r}: the graph was traced with {template!r}, a fixed value")
+            raise ValueError(f"input {where}={value!r}: the graph takes {template!r} there, a fixed value")
 
     def _checked_input(self, name, value, where, found):
         dtype, shape = self._types[name]
@@ -153,13 +153,13 @@ class Graph:
             value = np.asarray(value)
         got_dtype, got_shape = np.dtype(value.dtype), tuple(value.shape)
         if got_dtype != dtype:
-            raise ValueError(f"input {where} has dtype {got_dtype.name}; the graph was traced with "
-                             f"{dt.short_name(dtype)} (convert it, or trace again)")
+            raise ValueError(f"input {where} has dtype {got_dtype.name}; the graph takes {dt.short_name(dtype)} "
+                             f"(convert it with .astype)")
         if all(type(d) is int for d in shape):
             free = 1 if self.leading_free else 0
             if len(got_shape) != len(shape) or got_shape[free:] != shape[free:]:
                 rule = "only the leading dimension may differ" if free else "it takes exactly this shape"
-                raise ValueError(f"input {where} has shape {got_shape}; the graph was traced with {shape} ({rule})")
+                raise ValueError(f"input {where} has shape {got_shape}; the graph takes {shape} ({rule})")
             return value
         if len(got_shape) != len(shape):
             raise ValueError(f"input {where} has shape {got_shape}: {len(got_shape)} dims where the graph "

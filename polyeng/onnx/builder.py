@@ -63,8 +63,9 @@ def const(array, name=None) -> Val:
 
 
 class Builder:
-    def __init__(self, types):
+    def __init__(self, types, limit: int | None = None):
         self.types = types                  # model.Types
+        self.limit = limit                  # the load budget in bytes: no folded constant is larger
         self.values: dict[str, Val] = {}    # ONNX value name -> Val
         self.nodes: list[Node] = []
         self.constants: dict[str, np.ndarray] = {}
@@ -123,6 +124,7 @@ class Builder:
             args = _with_defaults(op, args)
         vals = leaves(args, _is_val)
         if vals and all(v.is_const for v in vals):
+            self._check_fold(op, types)
             result = self._run_now(op, args)
             results = [result] if out == 0 else _flatten(out, result)
             return [const(r, name=(names[i] if names else None)) for i, r in enumerate(results)]
@@ -141,13 +143,37 @@ class Builder:
             outputs.append(Val(kind, np.dtype(d), None if s is None else tuple(s), name=n, zero=zero, known=known))
         return outputs
 
+    def _check_fold(self, op, types) -> None:
+        """Refuse a folded result larger than the load budget before it is computed, where the
+        inferred shapes say how large it is."""
+        if self.limit is None:
+            return
+        for dtype, shape in types:
+            if shape is not None and all(type(d) is int for d in shape):
+                nbytes = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+                if nbytes > self.limit:
+                    raise ValueError(f"folding it at load time makes {list(shape)} {np.dtype(dtype).name}, "
+                                     f"{nbytes} bytes, over the load budget of {self.limit} (max_bytes=)")
+
     def _run_now(self, op, args):
+        """Run ``op`` on constants now; what it raises becomes a ValueError the loader pins on the node."""
         concrete = fill_vals(args, lambda v: v.array)
         spec = catalogue.lookup(op)
-        if spec.host:
-            return np.asarray(spec.function(**concrete))
-        with compute_eng("basic"):
-            result = dispatch.run(spec, **concrete)
+        try:
+            if spec.host:
+                result = np.asarray(spec.function(**concrete))
+            else:
+                with compute_eng("basic"):
+                    result = dispatch.run(spec, **concrete)
+        except MemoryError:
+            raise ValueError("folding it at load time needs more memory than there is") from None
+        except Exception as exc:   # an index out of range, a division by zero, a shape that cannot be
+            raise ValueError(f"folding it at load time failed: {exc}") from None
+        if self.limit is not None:
+            for r in ([result] if not isinstance(result, (tuple, list)) else result):
+                if getattr(r, "nbytes", 0) > self.limit:
+                    raise ValueError(f"folding it at load time made {r.nbytes} bytes, over the load budget of "
+                                     f"{self.limit} (max_bytes=)")
         return result
 
 

@@ -53,7 +53,7 @@ class FusionGraph:
         if val is not None and val.is_const:
             array = val.array
         elif name in self.producer and self.nodes[self.producer[name]].op_type == "Constant":
-            attrs = attributes(self.nodes[self.producer[name]])
+            attrs = _attributes(self.nodes[self.producer[name]])
             for key in ("value", "value_float", "value_int"):
                 if key in attrs:
                     array = np.asarray(attrs[key])
@@ -68,7 +68,7 @@ class FusionGraph:
             return val.array
         i = self.producer.get(name)
         if i is not None and self.nodes[i].op_type == "Constant":
-            value = attributes(self.nodes[i]).get("value")
+            value = _attributes(self.nodes[i]).get("value")
             return None if value is None else np.asarray(value)
         return None
 
@@ -107,7 +107,7 @@ class FusionGraph:
 
     def mean_axes(self, node, opset: int):
         """A keepdims ReduceMean's axes (attribute before opset 18, constant input from 18), else None."""
-        attrs = attributes(node)
+        attrs = _attributes(node)
         if int(attrs.get("keepdims", 1)) != 1:
             return None
         if opset >= 18:
@@ -115,3 +115,7 @@ class FusionGraph:
             return None if axes is None else tuple(int(a) for a in axes.reshape(-1))
         axes = attrs.get("axes")
         return None if axes is None else tuple(int(a) for a in axes)
+
+
+def _attributes(node) -> dict:
+    return attributes(node, f"{node.op_type} {node.name!r}")

@@ -51,6 +51,8 @@ def binary(a, b, op):
         return np.multiply(a, b)
     if op == "div":
         if a.dtype.kind in "iu" and b.dtype.kind in "iu":   # ONNX integer division truncates toward zero
+            if np.any(b == 0):
+                raise ValueError("integer division by zero")
             return (np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))).astype(np.result_type(a, b))
         return np.divide(a, b)
     raise ValueError(f"onnx.binary: unknown op {op!r}")

@@ -6,7 +6,7 @@ import numpy as np
 from ..graph.graph import Graph
 from ..graph.ir import Ref
 from . import model as onnx_model
-from . import budget, registry
+from . import budget, registry, validate
 # The converter and fusion modules: each registers its functions with ``registry`` on import.
 from . import ops_math, ops_matmul, ops_nn, ops_shape, patterns  # noqa: F401
 from ..graph.ir import unique
@@ -31,15 +31,18 @@ def load(model, base_dir=None, max_bytes=None) -> Graph:
     (8 GiB by default; ``polyeng.onnx.budget``), checked before shape inference or folding runs.
     """
     proto = onnx_model.read(model, base_dir)
-    budget.check(proto, max_bytes, _where(model))
+    where = _where(model)
     opset = onnx_model.opset(proto)
-    types = onnx_model.infer_types(proto)
+    versions = {e.domain: e.version for e in proto.opset_import} | {"": opset, "ai.onnx": opset}
+    validate.check(proto, versions, where)
+    found = budget.check(proto, max_bytes, where)
+    types = onnx_model.infer_types(proto, data_prop=found.propagation_is_small)
     g = proto.graph
-    b = Builder(types)
+    b = Builder(types, found.limit)
     initializers = set()
     for init in g.initializer:
         initializers.add(init.name)
-        b.set(init.name, const(onnx_model.to_array(init), name=init.name))
+        b.set(init.name, const(onnx_model.to_array(init, f"initializer {init.name!r}"), name=init.name))
     inputs = []
     for vi in g.input:
         if vi.name in initializers:   # older models list initializers among the inputs too
@@ -50,13 +53,12 @@ def load(model, base_dir=None, max_bytes=None) -> Graph:
         inputs.append(b.input(vi.name, *found))
     names = _node_names(g.node)
     b.output_names = {vi.name for vi in g.output}
-    versions = {e.domain: e.version for e in proto.opset_import} | {"": opset, "ai.onnx": opset}
     plan = FusionGraph(g.node, b)
     problems = []
     for i, node in enumerate(g.node):
         if plan.skipped(i):
             continue
-        n = OnnxNode(node, names[i], onnx_model.attributes(node), b, opset)
+        n = OnnxNode(node, names[i], onnx_model.attributes(node, f"{where}: {node.op_type} {names[i]!r}"), b, opset)
         b.current = n
         try:
             if not any(fuse(plan, i, n) for fuse in registry.patterns(node.domain, node.op_type)):

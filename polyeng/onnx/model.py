@@ -121,7 +121,7 @@ def _type_of(value_info):
     return dtype, shape
 
 
-def infer_types(proto) -> Types:
+def infer_types(proto, data_prop: bool = True) -> Types:
     onnx = _onnx()
     stripped = onnx.ModelProto()
     stripped.CopyFrom(proto)
@@ -133,7 +133,7 @@ def infer_types(proto) -> Types:
     for domain in sorted({node.domain for node in stripped.graph.node} - imported - {"ai.onnx"}):
         stripped.opset_import.add(domain=domain, version=1)   # so inference types the rest of the graph
     try:
-        inferred = onnx.shape_inference.infer_shapes(stripped, data_prop=True)
+        inferred = onnx.shape_inference.infer_shapes(stripped, data_prop=data_prop)
     except Exception:   # inference gives up on some models; the declared inputs still type the graph
         inferred = stripped
     g = inferred.graph
@@ -147,8 +147,9 @@ def infer_types(proto) -> Types:
     return Types(values)
 
 
-def attributes(node) -> dict:
-    """A NodeProto's attributes as Python values (tensors as numpy arrays, graphs refused later)."""
+def attributes(node, label: str) -> dict:
+    """A NodeProto's attributes as Python values (tensors as numpy arrays, graphs refused later);
+    ValueError naming ``label`` and the attribute when a tensor's data does not fit its shape."""
     onnx = _onnx()
     found = {}
     for attr in node.attribute:
@@ -157,7 +158,7 @@ def attributes(node) -> dict:
             continue
         value = onnx.helper.get_attribute_value(attr)
         if isinstance(value, onnx.TensorProto):
-            value = onnx.numpy_helper.to_array(value)
+            value = to_array(value, f"{label}: attribute {attr.name!r}")
         elif isinstance(value, bytes):
             value = value.decode("utf-8", "replace")
         elif isinstance(value, list) and value and isinstance(value[0], bytes):
@@ -166,7 +167,15 @@ def attributes(node) -> dict:
     return found
 
 
-def to_array(tensor) -> np.ndarray:
+def to_array(tensor, label: str) -> np.ndarray:
+    """A TensorProto's data as an owned, writeable array; ValueError naming ``label`` when the data
+    does not fit the declared shape and type."""
     onnx = _onnx()
-    array = onnx.numpy_helper.to_array(tensor)
+    try:
+        array = onnx.numpy_helper.to_array(tensor)
+    except Exception as exc:
+        kind = onnx.TensorProto.DataType.Name(tensor.data_type) \
+            if tensor.data_type in onnx.TensorProto.DataType.values() else tensor.data_type
+        raise ValueError(f"{label}: its data does not fit shape {list(tensor.dims)} of type {kind} "
+                         f"({type(exc).__name__}: {exc})") from None
     return np.array(array)   # owned and writeable, whatever the storage was

@@ -18,6 +18,8 @@ def _pads(n: OnnxNode, spatial: int, kernel: tuple) -> tuple:
     if auto_pad not in ("NOTSET", "VALID"):
         raise Unsupported(f"auto_pad={auto_pad!r} is not supported (give explicit pads)")
     pads = [int(p) for p in (n.attr("pads") or [0] * (2 * spatial))] if auto_pad == "NOTSET" else [0] * (2 * spatial)
+    if len(pads) != 2 * spatial or any(p < 0 for p in pads):
+        raise ValueError(f"pads={pads}: expected {2 * spatial} sizes >= 0, the begin then the end of each spatial dim")
     begin, end = tuple(pads[:spatial]), tuple(pads[spatial:])
     if begin != end:
         raise Unsupported(f"pads={pads} are not the same at both ends (polyeng pads symmetrically)")
@@ -25,6 +27,21 @@ def _pads(n: OnnxNode, spatial: int, kernel: tuple) -> tuple:
         if p > k // 2:
             raise Unsupported(f"pads={pads}: a pad larger than half the kernel {list(kernel)}")
     return begin
+
+
+def _sizes(n: OnnxNode, name: str, spatial: int, default: int | None = None) -> tuple:
+    """An ints attribute with one size >= 1 per spatial dim (``kernel_shape``, ``strides``, ``dilations``)."""
+    value = n.attr(name)
+    if value is None:
+        if default is None:
+            raise ValueError(f"required attribute {name!r} is missing")
+        return (default,) * spatial
+    sizes = tuple(int(v) for v in value)
+    if len(sizes) != spatial:
+        raise ValueError(f"{name}={list(sizes)}: expected {spatial} sizes, one per spatial dim")
+    if any(v < 1 for v in sizes):
+        raise ValueError(f"{name}={list(sizes)}: each size must be >= 1")
+    return sizes
 
 
 def _spatial(n: OnnxNode, x: Val) -> int:
@@ -40,9 +57,9 @@ def max_pool(n: OnnxNode) -> None:
     n.refuse_attrs(storage_order=0)
     if n.used(1):
         raise Unsupported("the Indices output is not computed")
-    kernel = tuple(int(k) for k in n.attr("kernel_shape"))
-    args = {"x": x, "kernel_size": kernel, "stride": tuple(int(s) for s in n.attr("strides", [1] * spatial)),
-            "padding": _pads(n, spatial, kernel), "dilation": tuple(int(d) for d in n.attr("dilations", [1] * spatial)),
+    kernel = _sizes(n, "kernel_shape", spatial)
+    args = {"x": x, "kernel_size": kernel, "stride": _sizes(n, "strides", spatial, 1),
+            "padding": _pads(n, spatial, kernel), "dilation": _sizes(n, "dilations", spatial, 1),
             "ceil_mode": bool(n.attr("ceil_mode", 0))}
     n.emit("max_pool2d" if spatial == 2 else "max_pool3d", args)
 
@@ -52,8 +69,8 @@ def average_pool(n: OnnxNode) -> None:
     x = n.need(0, "X")
     spatial = _spatial(n, x)
     n.refuse_attrs(dilations=lambda v: all(int(d) == 1 for d in v))
-    kernel = tuple(int(k) for k in n.attr("kernel_shape"))
-    args = {"x": x, "kernel_size": kernel, "stride": tuple(int(s) for s in n.attr("strides", [1] * spatial)),
+    kernel = _sizes(n, "kernel_shape", spatial)
+    args = {"x": x, "kernel_size": kernel, "stride": _sizes(n, "strides", spatial, 1),
             "padding": _pads(n, spatial, kernel), "ceil_mode": bool(n.attr("ceil_mode", 0)),
             "count_include_pad": bool(n.attr("count_include_pad", 0))}
     n.emit("avg_pool2d" if spatial == 2 else "avg_pool3d", args)
