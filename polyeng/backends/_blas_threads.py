@@ -25,6 +25,7 @@ import threading
 
 import numpy as np
 
+from ..engine.signal_safe import entered_without_signal_check, settle
 from ..engine.threads import threads_now
 
 # Below this many multiply-adds (whole call) two threads saved up to ~0.1 ms in f32 (~0.2 ms
@@ -54,32 +55,39 @@ class _Hold:
     def __enter__(self):
         global _saved
         get, set_ = _controls
-        with _lock:
-            if not _active:
-                _saved = get()
-            held = self.held = min(self.wanted, _saved)
-            _active[held] = _active.get(held, 0) + 1
-            try:
+        try:
+            with _lock:
+                if not _active:
+                    _saved = get()
+                held = min(self.wanted, _saved)
+                _active[held] = _active.get(held, 0) + 1
+                self.held = held   # counted and recorded with no signal check between
                 fewest = min(_active)
                 if get() != fewest:
                     set_(fewest)
-            except BaseException:   # a failed or interrupted set: this call holds nothing, and says so
-                self._release(get, set_)
-                raise
+        except BaseException:   # a failed or interrupted enter (up to the lock's release): holds nothing
+            self.__exit__()
+            raise
 
+    @entered_without_signal_check
     def __exit__(self, *exc):
+        settle(self._release_locked)   # no signal can skip it (engine/signal_safe.py)
+
+    def _release_locked(self):
         get, set_ = _controls
         with _lock:
             self._release(get, set_)
 
     def _release(self, get, set_):
-        left = _active[self.held] - 1
-        if left:
-            _active[self.held] = left
-        else:
-            del _active[self.held]
+        if self.held:   # released once, whatever signal makes ``settle`` run this again
+            left = _active[self.held] - 1
+            if left:
+                _active[self.held] = left
+            else:
+                del _active[self.held]
+            self.held = 0
         wanted = min(_active) if _active else _saved
-        if get() != wanted:
+        if wanted and get() != wanted:   # 0: interrupted before the first call saved the count
             set_(wanted)
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from ml_dtypes import bfloat16 as _ml_bfloat16
 
+from .signal_safe import quietly
+
 # The public names (polyeng.float32, polyeng.bfloat16, ...) are scalar types, as in numpy;
 # the module-level dtype constants below are what the tables and checks use.
 BFLOAT16_TYPE = _ml_bfloat16
@@ -95,8 +97,7 @@ def round_to(x: np.ndarray, dtype) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     x = np.asarray(x)
-    with np.errstate(over="ignore"):   # overflow to Inf is the defined result
-        return _round_to(x, dtype)
+    return quietly(_round_to, x, dtype, over="ignore")   # overflow to Inf is the defined result
 
 
 def _round_to(x: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -4,7 +4,8 @@ The open scopes live in a ContextVar too, each with the value its variable had b
 instance may be entered by several threads or asyncio tasks at once, each restoring its own
 value. A signal-raised exception (Ctrl-C) may land between any two bytecodes (Python runs
 signal handlers at calls, function starts and backward jumps), so entering and leaving are
-written to leave every setting as it was wherever one lands.
+written to leave every setting as it was wherever one lands: leaving is taken no signal on its
+first instruction and redone when one interrupts it (``signal_safe``).
 
 Scopes need not close in the order they opened: a generator's scope stays open across its
 ``yield`` while its consumer opens and closes its own, and may close while the consumer's is
@@ -16,8 +17,9 @@ import contextlib
 import contextvars
 import sys
 
+from .signal_safe import entered_without_signal_check, settle
+
 _open: contextvars.ContextVar[tuple] = contextvars.ContextVar("polyeng_open_scopes", default=())
-_ATTEMPTS = 4   # a close interrupted by a signal is redone; a fifth signal in a row goes through
 _CONTEXTLIB = contextlib.__file__
 # functions that open scopes on their caller's behalf (``Settings.__enter__``): like contextlib's
 # frames, the with statement's frame is further up
@@ -52,26 +54,26 @@ class Scoped:
             raise
         return self
 
+    @entered_without_signal_check
     def __exit__(self, *exc):
         # A with statement does not call __exit__ again when it raises, so a signal landing in
-        # here is caught, the close (idempotent) redone, and the signal's exception raised after.
-        # Nothing before the try runs a signal handler. A signal on the first instruction, before
-        # any code here runs, skips this method: the next enclosing scope to close closes this
-        # one too (see ``_close``); only the outermost scope's is left open then.
-        entry = interrupt = None
-        attempts = 0
-        while attempts < _ATTEMPTS:
-            attempts += 1
-            try:
-                if entry is None:
-                    entry = _entry_of(self)
-                _close(entry)
-                break
-            except BaseException as caught:
-                interrupt = caught
-        if interrupt is not None:
-            raise interrupt
+        # here is caught, the close (idempotent) redone, and the signal's exception raised after
+        # (``settle``). No signal is taken on this method's first instruction, so one cannot skip
+        # the close either (``signal_safe``; on interpreters where that cannot be arranged, the
+        # next enclosing scope to close closes this one too: see ``_close``).
+        settle(close_scopes, (self,), [])
         return False
+
+
+def close_scopes(scopes, entries: list) -> None:
+    """Close the innermost open entry of each of ``scopes`` (in opening order), the last opened
+    first. Redone after a signal: the entries found the first time are kept in ``entries`` and
+    closing an entry twice does nothing."""
+    if len(entries) != len(scopes):
+        entries[:] = [_entry_of(scope) for scope in scopes]
+    for entry in reversed(entries):
+        if entry:
+            _close(entry)
 
 
 def _entry_of(scope) -> tuple:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .names import Engine, engine_name
-from .scopes import PASS_THROUGH, Scoped
+from .scopes import PASS_THROUGH, Scoped, close_scopes
+from .signal_safe import entered_without_signal_check, settle
 
 ENV_COMPUTE_ENG = "POLYENG_COMPUTE_ENG"
 
@@ -150,20 +151,13 @@ class Settings:
                 scope.__enter__()
                 entered.append(scope)
         except BaseException:
-            for scope in reversed(entered):
-                scope.__exit__(None, None, None)
+            settle(close_scopes, tuple(entered), [])
             raise
         return self
 
+    @entered_without_signal_check
     def __exit__(self, *exc):
-        interrupt = None
-        for scope in reversed(self._scopes):
-            try:
-                scope.__exit__(None, None, None)
-            except BaseException as caught:   # a signal: the other scopes still close
-                interrupt = caught
-        if interrupt is not None:
-            raise interrupt
+        settle(close_scopes, self._scopes, [])   # all of them, whatever signal lands (see scopes.py)
         return False
 
 

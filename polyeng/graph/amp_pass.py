@@ -26,6 +26,7 @@ from collections import Counter
 import numpy as np
 
 from ..engine import dtypes as dt
+from ..engine.signal_safe import quietly
 from ..engine import mixed_precision as mp
 from ..engine.call import Call
 from ..ops.catalogue import lookup
@@ -282,8 +283,7 @@ def _rule_source(op: str, category) -> str:
 
 
 def _converted_constant(name, array, dtype) -> np.ndarray:
-    with np.errstate(over="ignore", invalid="ignore"):
-        converted = dt.round_to(array, dtype) if array.dtype != dtype else array
+    converted = quietly(dt.round_to, array, dtype, over="ignore", invalid="ignore") if array.dtype != dtype else array
     converted = np.asarray(converted, dtype=dtype)
     overflow = np.isfinite(array.astype(np.float64)) & ~np.isfinite(converted.astype(np.float64))
     if overflow.any():

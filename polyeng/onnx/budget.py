@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engine.signal_safe import quietly
+
 MAX_BYTES = 8 << 30
 PROPAGATED = 1 << 16    # the most elements of a 1-D integer value shape inference may propagate
 _SMALL = 64             # the most elements of a value evaluated here, as a shape or a bound
@@ -115,19 +117,19 @@ def _evaluate(node, small: dict, sizes: dict) -> None:
         return
     op, out = node.op_type, node.output[0]
     try:
-        with np.errstate(all="ignore"):
-            if op in ("Add", "Sub", "Mul", "Div") and len(values) == 2:
-                a, b = values
-                if op == "Div" and np.any(b == 0):
-                    return
-                result = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
-                          "Div": np.floor_divide if a.dtype.kind in "iu" else np.divide}[op](a, b)
-            elif op in ("Identity", "Cast", "Squeeze", "Unsqueeze", "Reshape", "Flatten"):
-                result = values[0]
-            elif op == "Concat":
-                result = np.concatenate(values)
-            else:
+        if op in ("Add", "Sub", "Mul", "Div") and len(values) == 2:
+            a, b = values
+            if op == "Div" and np.any(b == 0):
                 return
+            function = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
+                        "Div": np.floor_divide if a.dtype.kind in "iu" else np.divide}[op]
+            result = quietly(function, a, b, all="ignore")
+        elif op in ("Identity", "Cast", "Squeeze", "Unsqueeze", "Reshape", "Flatten"):
+            result = values[0]
+        elif op == "Concat":
+            result = np.concatenate(values)
+        else:
+            return
     except (ValueError, TypeError):
         return
     if result.size <= _SMALL:

@@ -7,6 +7,7 @@ import operator
 import numpy as np
 
 from ..engine import dtypes as dt
+from ..engine.signal_safe import quietly
 from ..engine import plugins
 from ..engine.call import Prepared
 
@@ -110,8 +111,8 @@ def weak_scalar(value, other_dtype, name: str) -> np.ndarray:
     else:
         target = np.result_type(other if other != dt.bfloat16 else dt.float16, value)
     try:
-        with np.errstate(over="ignore"):   # a float too large for a 16-bit type becomes inf
-            return np.asarray(value, dtype=target)
+        # a float too large for a 16-bit type becomes inf
+        return quietly(np.asarray, value, target, over="ignore")
     except OverflowError:
         raise ValueError(f"{name}={value!r} does not fit the other operand's dtype {other}") from None
 

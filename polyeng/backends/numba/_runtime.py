@@ -32,6 +32,7 @@ import numba
 from numba import get_num_threads, set_num_threads
 from numba.core.errors import NumbaIRAssumptionWarning
 
+from ...engine.signal_safe import settle
 from ...engine.threads import available_cores, record_pool, threads_now
 
 FASTMATH = {"reassoc", "contract"}
@@ -136,7 +137,7 @@ def launch(kernel, out_nbytes, *args):
             put(wanted)
             return kernel(*args)
         finally:
-            put(threads)
+            settle(put, threads)   # no signal can skip it (engine/signal_safe.py)
 
 
 _pool: dict = {}

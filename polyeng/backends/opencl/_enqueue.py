@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ...engine import dtypes as dt
+from ...engine.signal_safe import settle
 from . import _runtime as runtime
 from ._tensor import OpenCLTensor, aligned_empty, from_numpy, to_numpy, wrap
 
@@ -163,8 +164,8 @@ class guarded:
         try:
             return self.fn(prepared, **kwargs)
         except BaseException:
-            try:
-                _finish_and_release()
+            try:   # a second Ctrl-C cannot skip the wait (engine/signal_safe.py)
+                settle(_finish_and_release)
             except Exception:
                 pass   # the original error is the one to report
             raise
@@ -220,22 +221,20 @@ def result(out: OpenCLTensor, stay: bool):
     the buffer (which waits for the queue) makes the kernels' writes visible in the array it
     wraps; other outputs are read back (which waits too)."""
     import pyopencl as cl
-    if stay:
-        runtime.state().queue.finish()
-        _release()
-        return out
-    if out.buffer is None:   # zero-size: nothing to read, but earlier launches may still be queued
+    if stay or out.buffer is None:   # zero-size: nothing to read, but earlier launches may be queued
         _finish_and_release()
-        return out.host if out.host is not None else to_numpy(out)
-    try:
-        if out.host is None:
-            return to_numpy(out)
+        return out if stay else (out.host if out.host is not None else to_numpy(out))
+    # What this thread queued stays held until the read or the map below has waited for it: an
+    # interrupt before that point leaves it to ``guarded``, which waits before releasing it.
+    if out.host is None:
+        value = to_numpy(out)
+    else:
         mapped, _ = cl.enqueue_map_buffer(runtime.state().queue, out.buffer, cl.map_flags.READ, 0,
                                           out.shape, out.dtype, is_blocking=True)
         del mapped   # unmaps
-        return out.host
-    finally:
-        _release()
+        value = out.host
+    _release()
+    return value
 
 
 def fp64_rejection(call):
