@@ -187,3 +187,29 @@ def test_connect_refuses_bad_specs_before_importing_anything():
 def test_chunk_rows(batch, workers, rows, want):
     from polyeng.dask.cluster import chunk_rows
     assert chunk_rows(batch, workers, rows) == want
+
+
+def test_ctrl_c_in_a_terminal_says_only_interrupted():
+    """Ctrl-C in a terminal reaches every process of the group, the workers too: only the command
+    answers it, with one line and status 130 (the workers used to print a traceback each, and
+    the client's loop the task the interrupt cut short)."""
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    from test_cli import polyeng_process
+    proc = polyeng_process("run", ENCODER, "--dask", "local:2", "--repeat", "100000", start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(psutil.Process(proc.pid).children(recursive=True)) < 2 or time.monotonic() < deadline - 110:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1][-2000:]
+            time.sleep(0.2)
+        time.sleep(3)   # the workers joined and the runs are under way
+        os.killpg(proc.pid, signal.SIGINT)   # as a terminal's Ctrl-C does
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert err.strip() == "polyeng: interrupted", err[-3000:]

@@ -3,6 +3,8 @@ on the workers of a dask cluster (``polyeng.dask``), each run one computation ov
 Its options are checked before the model loads; the cluster is entered on the run's ExitStack."""
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 
 import numpy as np
@@ -48,9 +50,24 @@ def enter_cluster(stack, spec: str):
     """The client of ``--dask SPEC``, closed with ``stack``; a UsageError when none can be had."""
     from ..dask import cluster
     try:
-        return stack.enter_context(cluster.connect(spec))
+        client = stack.enter_context(cluster.connect(spec))
     except OSError as exc:   # no scheduler there, or one without workers
         raise UsageError(f"--dask: {exc}") from None
+    stack.enter_context(_quiet_after_interrupt())   # left first: before the client closes
+    return client
+
+
+@contextlib.contextmanager
+def _quiet_after_interrupt():
+    """After Ctrl-C the client's event loop reports the tasks the interrupt cut short ("Task
+    exception was never retrieved ... AllExit") as it closes; the command says 'polyeng:
+    interrupted' instead. The process ends after, so the loggers stay quiet."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        for name in ("asyncio", "distributed"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        raise
 
 
 def on_dask(client, runnable, arrays, dim, chunk: int | None, spec: str) -> tuple:

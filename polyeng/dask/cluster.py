@@ -92,7 +92,8 @@ def local_cluster(n_workers: int, **kwargs):
     threshold, so that every large temporary array is mapped afresh and its pages faulted in
     again (28% slower on the bundled encoder in one process; docs/scaleout.md). Each worker's
     polyeng thread budget (``POLYENG_NUM_THREADS``) is its share of the cores, unless this process
-    has the variable set; polyeng's thread policy keeps each worker's pools from spinning.
+    has the variable set; polyeng's thread policy keeps each worker's pools from spinning. Workers
+    ignore Ctrl-C (``worker_setup``): this process catches it and closes them.
     """
     import dask
     distributed = distributed_module()
@@ -101,6 +102,7 @@ def local_cluster(n_workers: int, **kwargs):
     config[f"distributed.nanny.pre-spawn-environ.{_MALLOC_TRIM}"] = None
     options = dict(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                    dashboard_address=None, silence_logs=logging.WARNING,
+                   preload=["polyeng.dask.worker_setup"],   # workers leave Ctrl-C to this process
                    # set in the worker before it imports numba or polyeng
                    env={"NUMBA_NUM_THREADS": threads,
                         "POLYENG_NUM_THREADS": os.environ.get("POLYENG_NUM_THREADS", threads)})
