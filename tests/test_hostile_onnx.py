@@ -187,8 +187,9 @@ PROPAGATION = """
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))   # 2 GiB of address space
     import polyeng.onnx
     graph = polyeng.onnx.load(sys.argv[1])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
-    print("loaded", peak)
+    # this process's peak resident memory (ru_maxrss would include the parent's from before exec)
+    peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    print("loaded", peak_kb >> 10)
 """
 
 
