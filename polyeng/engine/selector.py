@@ -45,10 +45,12 @@ class Decision:
     plan: list = field(default_factory=list)   # engines to try in order (chosen first; later ones probed on fallback)
     user_engine: str = "recommend"
     fallback: bool = True
+    algorithm: str = ""            # the op's choice for these shapes where it has several (conv2d: im2col)
 
     def __str__(self) -> str:
         head = (f"{self.op}: engine={self.engine} step={self.step} fpm:{self.fp_math_mode} "
                 f"compute={self.compute_type} user={self.user_engine}"
+                f"{f' algorithm={self.algorithm}' if self.algorithm else ''}"
                 f"{'' if self.fallback else ' (fallback off)'}")
         width = max([len("engine")] + [len(c.engine) for c in self.candidates])
         rows = [f"  {'engine':<{width}}  {'verdict':<15}  reason"]
@@ -145,7 +147,9 @@ def choose_engine(call, registry: Registry, scope: EngineScope, *, probe_all: bo
                   Candidate(n, *verdicts[n]) if n in verdicts or registry.kernel(call.op, n) is None else
                   Candidate(n, NOT_PROBED, f"the decision stopped at {chosen}")
                   for n in registry.engines]
-    return Decision(call.op, chosen, step, candidates, plan=plan, user_engine=user, fallback=scope.fallback)
+    algorithm = call.prepared.__dict__.get("algorithm", "") if call.prepared is not None else ""
+    return Decision(call.op, chosen, step, candidates, plan=plan, user_engine=user, fallback=scope.fallback,
+                    algorithm=algorithm)
 
 
 def _preference(call) -> list:
