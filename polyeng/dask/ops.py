@@ -287,6 +287,30 @@ def _whole(value):
     return value.rechunk(-1) if is_dask(value) and value.npartitions > 1 else value
 
 
+def _conv(c: LazyCall):
+    """The batch chunked as given; channels and spatial dims whole (every output reads them all)."""
+    x, weight = c.args["x"], c.args["weight"]
+    nd = weight.ndim - 2
+    lead = _LOOP[:x.ndim - nd - 1]            # the batch, when x has one
+    spatial, taps, out = "HW"[:nd], "KL"[:nd], "PQ"[:nd]
+    c.put("x", lead + "C" + spatial)
+    c.put("weight", "OI" + taps)
+    if c.kwargs.get("bias") is not None:
+        c.put("bias", "O")
+    sizes = dict(zip(out, c.prepared.shape[len(c.prepared.shape) - nd:]))
+    return c.build(lead + "O" + out, whole="C" + spatial + "OI" + taps, new_axes=sizes)
+
+
+def _batch_norm(c: LazyCall):
+    """Chunked as given; each channel statistic with the chunks of axis 1."""
+    out = _LOOP[:c.ndim]
+    c.put("x", out)
+    for name in ("running_mean", "running_var", "weight", "bias"):
+        if c.kwargs.get(name) is not None:
+            c.put(name, out[1])
+    return c.build(out)
+
+
 def _embedding(c: LazyCall):
     index = _LOOP[:c.args["ids"].ndim]
     c.put("ids", index)
@@ -328,5 +352,6 @@ def _reshape(c: LazyCall):
 RULES = {
     "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax,
     "layer_norm": _layer_norm, "mean": _mean, "pooling": _pooling, "upsample": _upsample, "lstm": _lstm,
-    "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape,
+    "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape, "conv": _conv,
+    "batch_norm": _batch_norm,
 }
