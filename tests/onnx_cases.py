@@ -757,24 +757,26 @@ def unsupported():
         refused("maxpool_storage_order_1",
                 [node("MaxPool", ["x"], ["y"], name="pool_so", kernel_shape=[2, 2], storage_order=1)], x4,
                 [("y", F32)], [("MaxPool", "pool_so")]),
-        refused("unknown_op_conv", [node("Conv", ["x", "w"], ["y"], name="conv1", kernel_shape=[3, 3])], x4,
-                [("y", F32)], [("Conv", "conv1")], inits={"w": randn(3, 2, 3, 3)}),
+        refused("unknown_op_hardmax", [node("Hardmax", ["x"], ["y"], name="hardmax1")], x4,
+                [("y", F32)], [("Hardmax", "hardmax1")]),
+        refused("conv_3d", [node("Conv", ["x", "w"], ["y"], name="conv3d", kernel_shape=[1, 2, 2])],
+                [("x", F32, ["N", 2, 3, 4, 5])], [("y", F32)], [("Conv", "conv3d")], inits={"w": randn(3, 2, 1, 2, 2)}),
     ]
     for c in lstms_unsupported():
         lstm = c.model.graph.node[0]
         out.append(Case(c.name, c.model, (), bad=(("LSTM", lstm.name),)))
     out.append(refused(
         "two_bad_nodes_in_parallel",
-        [node("Conv", ["x", "w"], ["a"], name="conv1", kernel_shape=[1, 1]), node("Relu", ["x"], ["b"], name="relu_ok"),
+        [node("Hardmax", ["x"], ["a"], name="hardmax1"), node("Relu", ["x"], ["b"], name="relu_ok"),
          node("Resize", ["x", "", "scales"], ["c"], name="up1", mode="cubic")],
-        x4, [("a", F32), ("b", F32), ("c", F32)], [("Conv", "conv1"), ("Resize", "up1")],
-        inits={"w": randn(2, 2, 1, 1), "scales": np.asarray([1, 1, 2, 2], F32)}))
+        x4, [("a", F32), ("b", F32), ("c", F32)], [("Hardmax", "hardmax1"), ("Resize", "up1")],
+        inits={"scales": np.asarray([1, 1, 2, 2], F32)}))
     out.append(refused(
         "two_bad_nodes_and_a_good_one",
-        [node("Conv", ["x", "w"], ["c"], name="conv1", kernel_shape=[1, 1]), node("Relu", ["c"], ["r"], name="relu_ok"),
+        [node("Hardmax", ["x"], ["c"], name="hardmax1"), node("Relu", ["c"], ["r"], name="relu_ok"),
          node("Resize", ["r", "", "scales"], ["y"], name="up1", mode="cubic")],
-        x4, [("y", F32)], [("Conv", "conv1"), ("Resize", "up1")],
-        inits={"w": randn(2, 2, 1, 1), "scales": np.asarray([1, 1, 2, 2], F32)}))
+        x4, [("y", F32)], [("Hardmax", "hardmax1"), ("Resize", "up1")],
+        inits={"scales": np.asarray([1, 1, 2, 2], F32)}))
     return out
 
 
@@ -806,7 +808,10 @@ def _unique(cases):
     return cases
 
 
+from onnx_cases_conv import convolutions  # noqa: E402  (the conv cases, built with the blocks above)
+
 SUPPORTED = _unique(arithmetic() + activations() + matmuls() + pooling() + reduce_means() + resizes() + movement()
+                    + convolutions()
                     + lstms() + gathers() + plumbing() + composites() + composites(13) + composites(21)
                     + zero_batch() + (composites(NEWEST_OPSET) if NEWEST_OPSET > 21 else []))
 UNSUPPORTED = _unique(unsupported())
