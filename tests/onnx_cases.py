@@ -809,9 +809,10 @@ def _unique(cases):
 
 
 from onnx_cases_conv import convolutions  # noqa: E402  (the conv cases, built with the blocks above)
+from onnx_cases_indexing import splits  # noqa: E402
 
 SUPPORTED = _unique(arithmetic() + activations() + matmuls() + pooling() + reduce_means() + resizes() + movement()
-                    + convolutions()
+                    + convolutions() + splits()
                     + lstms() + gathers() + plumbing() + composites() + composites(13) + composites(21)
                     + zero_batch() + (composites(NEWEST_OPSET) if NEWEST_OPSET > 21 else []))
 UNSUPPORTED = _unique(unsupported())

@@ -58,6 +58,13 @@ def binary(a, b, op):
     raise ValueError(f"onnx.binary: unknown op {op!r}")
 
 
+def compare(a, b, op):
+    a, b = _host(a), _host(b)
+    if op == "equal":
+        return np.equal(a, b)
+    raise ValueError(f"onnx.compare: unknown op {op!r}")
+
+
 def range_(start, limit, delta):
     start, limit, delta = (_host(v).reshape(()) for v in (start, limit, delta))
     dtype = np.result_type(start, limit, delta)
@@ -191,6 +198,7 @@ def wrap_indices(ids, rows):
 
 RUN = {
     "onnx.shape": shape, "onnx.gather": gather, "onnx.concat": concat, "onnx.binary": binary,
+    "onnx.compare": compare,
     "onnx.range": range_, "onnx.constant_of_shape": constant_of_shape, "onnx.expand": expand,
     "onnx.slice": slice_, "onnx.astype": astype, "onnx.where": where, "onnx.reshape": reshape,
     "onnx.unsqueeze": unsqueeze, "onnx.squeeze": squeeze, "onnx.flatten": flatten, "onnx.resize": resize,
@@ -218,6 +226,8 @@ def result_type(op: str, args: dict, dtype) -> np.dtype:
         return dt.as_dtype(args["dtype"])
     if op == "onnx.constant_of_shape":
         return np.asarray(args["value"]).dtype
+    if op == "onnx.compare":
+        return np.dtype(np.bool_)
     return np.dtype(dtype)
 
 
