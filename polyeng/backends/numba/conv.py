@@ -36,8 +36,14 @@ def _im2col(image, cols, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
             hi = max(lo, min(ow, (width - 1 - offset) // sw + 1))   # past the last one < width
             for x in range(lo):
                 row[base + x] = zero
-            for x in range(lo, hi):
-                row[base + x] = src[x * sw + offset]
+            if sw == 1:   # unit stride: a copy LLVM vectorizes
+                dst = row[base + lo:base + hi]
+                part = src[lo + offset:hi + offset]
+                for x in range(hi - lo):
+                    dst[x] = part[x]
+            else:
+                for x in range(lo, hi):
+                    row[base + x] = src[x * sw + offset]
             for x in range(hi, ow):
                 row[base + x] = zero
 
@@ -63,8 +69,14 @@ def _depthwise(x, weight, out, per_channel, kh, kw, sh, sw, dh, dw, top, left):
                 offset = j * dw - left
                 lo = min(ow, max(0, (-offset + sw - 1) // sw))
                 hi = max(lo, min(ow, (width - 1 - offset) // sw + 1))
-                for x_ in range(lo, hi):
-                    row[x_] += w * src[x_ * sw + offset]
+                if sw == 1:   # unit stride: a multiply-add LLVM vectorizes
+                    dst = row[lo:hi]
+                    part = src[lo + offset:hi + offset]
+                    for x_ in range(hi - lo):
+                        dst[x_] += w * part[x_]
+                else:
+                    for x_ in range(lo, hi):
+                        row[x_] += w * src[x_ * sw + offset]
 
 
 def _conv(p, x, weight, bias):
