@@ -104,11 +104,11 @@ def test_compare_falls_back_to_the_reference_evaluator(tmp_path, monkeypatch):
 def _unsupported_model(path):
     import onnx
     from onnx import helper
-    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 8, 8])
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, "h", "w"])
     y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
     w = onnx.numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv1"), helper.make_node("Relu", ["c"], ["r"]),
-             helper.make_node("Hardmax", ["r"], ["y"], name="hardmax1")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv1", auto_pad="SAME_UPPER"),   # needs fixed sizes
+             helper.make_node("Relu", ["c"], ["r"]), helper.make_node("Hardmax", ["r"], ["y"], name="hardmax1")]
     graph = helper.make_graph(nodes, "g", [x], [y], [w])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     return str(path)

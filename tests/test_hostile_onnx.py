@@ -47,6 +47,31 @@ def axis_twice():
     return proto
 
 
+def twice_given():
+    tensor = numpy_helper.from_array(np.ones(2, np.float32), "w")   # raw_data
+    tensor.float_data.extend([1.0, 1.0])
+    return tensor
+
+
+def opset_twice():
+    proto = model([relu()])
+    proto.opset_import.add(domain="ai.onnx", version=17)
+    return proto
+
+
+def lstm_model(attrs):
+    inits = [numpy_helper.from_array(np.ones((1, 12, 4), np.float32), "W"),
+             numpy_helper.from_array(np.ones((1, 12, 3), np.float32), "R")]
+    return model([helper.make_node("LSTM", ["x", "W", "R"], ["y"], name="lstm", **attrs)], inputs=(("x", [5, 2, 4]),),
+                 inits=inits)
+
+
+def future_ir():
+    proto = model([relu()])
+    proto.ir_version = 99
+    return proto
+
+
 def short_initializer():
     tensor = onnx.TensorProto(name="w", data_type=F, dims=[3, 4])
     tensor.raw_data = b"\0" * 8
@@ -141,6 +166,52 @@ CASES = {
     "an attribute given twice": (
         lambda: axis_twice(),
         r"Softmax 'sm': attribute 'axis' is given twice"),
+    "Relu with two inputs": (
+        lambda: model([helper.make_node("Relu", ["x", "x"], ["y"], name="r")]),
+        r"Relu 'r': 2 inputs; Relu takes 1"),
+    "a node with no outputs": (
+        lambda: model([relu(), helper.make_node("Relu", ["x"], [], name="silent")]),
+        r"Relu 'silent': 0 outputs; Relu has 1"),
+    "ceil_mode 5": (
+        lambda: model([helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 2], ceil_mode=5)]),
+        r"AveragePool 'pool': attribute 'ceil_mode' is 5; expected 0 or 1"),
+    "Gemm transA 2": (
+        lambda: model([helper.make_node("Gemm", ["x", "x"], ["y"], name="gemm", transA=2)], inputs=(("x", [4, 4]),)),
+        r"Gemm 'gemm': attribute 'transA' is 2; expected 0 or 1"),
+    "a Constant with two values": (
+        lambda: model([helper.make_node("Constant", [], ["c"], name="const", value_float=1.0, value_int=2),
+                       helper.make_node("Add", ["x", "c"], ["y"], name="add")]),
+        r"Constant 'const': a Constant holds exactly one of"),
+    "data given twice": (
+        lambda: model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], inputs=(("x", [2]),),
+                      inits=[twice_given()]),
+        r"initializer 'w': its data is given twice \(raw_data, float_data\)"),
+    "the default opset imported twice": (
+        lambda: opset_twice(),
+        r"the opset of domain 'ai.onnx' is imported 2 times"),
+    "a string input": (
+        lambda: model([relu("feats")], raw_inputs=[vi("feats", [2], elem=TensorProto.STRING)]),
+        r"graph input 'feats': a tensor of strings"),
+    "a huge input dim": (
+        lambda: model([relu()], inputs=(("x", [2 ** 62]),)),
+        r"graph input 'x': dim 0 is 4611686018427387904, more than any array holds"),
+    "an Add that does not broadcast": (
+        lambda: model([helper.make_node("Add", ["x", "w"], ["y"], name="adder")], inputs=(("x", [2, 3]),),
+                      inits=[numpy_helper.from_array(np.ones((4,), np.float32), "w")]),
+        r"Add 'adder': .*do not broadcast"),
+    "a MaxPool kernel larger than its input": (
+        lambda: model([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[9, 9])],
+                      inputs=(("x", [1, 2, 4, 4]),)),
+        r"MaxPool 'pool': .*kernel_size=\(9, 9\)"),
+    "LSTM without hidden_size": (
+        lambda: lstm_model({}),
+        r"LSTM 'lstm': attribute 'hidden_size' is missing"),
+    "LSTM going sideways": (
+        lambda: lstm_model({"hidden_size": 3, "direction": "sideways"}),
+        r"LSTM 'lstm': direction='sideways'"),
+    "an IR version from the future": (
+        lambda: future_ir(),
+        r"IR version 99 is newer than the installed onnx package reads"),
     "an output no node computes": (
         lambda: model([relu()], outputs=(("y", None), ("nowhere", None))),
         r"graph output 'nowhere' is not computed by any node"),

@@ -11,9 +11,9 @@ Chunks: elementwise ops and data movement run block by block as the inputs are c
 one chunk first: softmax's axis, layer_norm's normalized axes, mean's reduced axes, pooling's
 and upsampling's spatial axes (except max/avg pooling with non-overlapping windows, run block
 by block on stride-aligned chunks), lstm's time and feature axes, linear's input features,
-embedding's table, concat's axis, and the dims reshape changes. matmul's contraction axis stays
-chunked: each output block sums the products of its blocks in the result dtype (f32 or f64; a
-16-bit result is not split, so its f32 accumulation stays one).
+embedding's table, concat's axis, the dims reshape changes and the dims pad pads. matmul's
+contraction axis stays chunked: each output block sums the products of its blocks in the result
+dtype (f32 or f64; a 16-bit result is not split, so its f32 accumulation stays one).
 """
 from __future__ import annotations
 
@@ -335,6 +335,17 @@ def _permute(c: LazyCall):
     return c.build("".join(index[d] for d in c.args["dims"]))
 
 
+def _pad(c: LazyCall):
+    """The padded dims whole (an output block at either end reads the far end of its dim: reflect
+    mirrors about it); the others, pads (0, 0) included, chunked as given."""
+    index = _LOOP[:c.ndim]
+    pads = c.args["pads"]
+    padded = [c.ndim - 1 - i for i in range(len(pads) // 2) if pads[2 * i] or pads[2 * i + 1]]
+    c.put("x", index)
+    return c.build(index, whole="".join(index[d] for d in padded),
+                   adjust_chunks={index[d]: c.prepared.shape[d] for d in padded})
+
+
 def _reshape(c: LazyCall):
     x_shape, out_shape = tuple(c.args["x"].shape), c.prepared.shape
     p = 0
@@ -353,5 +364,5 @@ RULES = {
     "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax,
     "layer_norm": _layer_norm, "mean": _mean, "pooling": _pooling, "upsample": _upsample, "lstm": _lstm,
     "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape, "conv": _conv,
-    "batch_norm": _batch_norm,
+    "batch_norm": _batch_norm, "pad": _pad,
 }

@@ -130,6 +130,8 @@ class Builder:
             return [const(r, name=(names[i] if names else None)) for i, r in enumerate(results)]
         if kind is None:
             kind = "host" if spec.host else "data"
+        if not spec.host:
+            _check_at_load(spec, args)
         onnx_node = self.current
         base = names or [f"{onnx_node.name}.{i}" for i in range(len(types))]
         out_names = [self.fresh(n) for n in base]
@@ -176,6 +178,19 @@ class Builder:
                                      f"{self.limit} (max_bytes=)")
         return result
 
+
+
+def _check_at_load(spec, args: dict) -> None:
+    """Run the op's argument checks now when every tensor argument's shape is fixed, on
+    placeholders of those shapes (zero strides, no memory): a Conv kernel larger than its input,
+    an Add whose operands do not broadcast or a Transpose with a repeated axis is an error naming
+    the node at load time, not at the first run."""
+    vals = leaves(args, _is_val)
+    if any(v.kind == "host" or v.static_shape() is None for v in vals):
+        return
+    placeholders = fill_vals(args, lambda v: v.array if v.is_const else
+                             np.broadcast_to(np.zeros((), np.dtype(v.dtype)), v.static_shape()))
+    spec.validate(**placeholders)
 
 
 def _with_defaults(op: str, args: dict) -> dict:

@@ -79,10 +79,11 @@ def _read(tensor, root: str, where: str) -> None:
         fd = os.open(path, flags)
     except OSError as exc:
         raise ValueError(f"{name}: external data file {location!r} cannot be read ({exc.strerror})") from None
+    found = os.fstat(fd)   # before fdopen, which refuses a directory with its own error
+    if not stat.S_ISREG(found.st_mode):
+        os.close(fd)
+        raise ValueError(f"{name}: external data location {location!r} is not a regular file")
     with os.fdopen(fd, "rb") as f:
-        found = os.fstat(f.fileno())
-        if not stat.S_ISREG(found.st_mode):
-            raise ValueError(f"{name}: external data location {location!r} is not a regular file")
         if offset + nbytes > found.st_size:
             raise ValueError(f"{name}: external data file {location!r} holds {found.st_size} bytes; the tensor "
                              f"needs {nbytes} from offset {offset}")

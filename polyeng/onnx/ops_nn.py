@@ -138,8 +138,16 @@ def lstm(n: OnnxNode) -> None:
         raise Unsupported("W and R are needed")
     B = n.const(3, "B")
     direction = n.attr("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise ValueError(f"direction={direction!r}: expected forward, reverse or bidirectional")
     dirs = 2 if direction == "bidirectional" else 1
-    hidden = int(n.attr("hidden_size", R.shape[-1]))
+    if n.attr("hidden_size") is None:
+        raise ValueError("attribute 'hidden_size' is missing (the runtimes need it)")
+    hidden = int(n.attr("hidden_size"))
+    if W.ndim != 3 or R.ndim != 3 or W.shape[:2] != (dirs, 4 * hidden) or R.shape != (dirs, 4 * hidden, hidden):
+        raise ValueError(f"W {list(W.shape)} and R {list(R.shape)} do not fit hidden_size={hidden} and "
+                         f"direction={direction!r}: expected W [{dirs}, {4 * hidden}, input] and R "
+                         f"[{dirs}, {4 * hidden}, {hidden}]")
     layout = int(n.attr("layout", 0))
     _refuse_lstm_attrs(n, dirs)
     if n.has(4):

@@ -18,12 +18,16 @@ Ops of other domains are not checked here: the converter registry refuses them b
 from __future__ import annotations
 
 MAX_FAULTS = 20     # listed in one error; more are counted
+MAX_DIM = 2 ** 40   # a declared dim larger than this describes no array a machine holds
 
 
 def check(proto, versions: dict, where: str) -> None:
     import onnx
     faults = []
     graph = proto.graph
+    domains = [entry.domain or "ai.onnx" for entry in proto.opset_import]
+    for domain in sorted({d for d in domains if domains.count(d) > 1}):
+        faults.append(f"the opset of domain {domain!r} is imported {domains.count(domain)} times")
     defined = {}                                      # name -> what defined it, for messages
     for vi in graph.input:
         _check_value_info(vi, faults, onnx)
@@ -63,7 +67,7 @@ def check(proto, versions: dict, where: str) -> None:
             else:
                 defined[name] = f"the output of {label}"
         if node.domain in ("", "ai.onnx"):
-            _check_attributes(node, label, versions.get("", 0), faults, onnx)
+            _check_schema(node, label, versions.get("", 0), faults, onnx)
     for vi in graph.output:
         if vi.name not in defined:
             faults.append(f"graph output {vi.name!r} is not computed by any node")
@@ -92,15 +96,28 @@ def _check_value_info(vi, faults: list, onnx) -> None:
         return                       # sequences and maps: the loader refuses them by name
     if not _dtype_known(t.tensor_type.elem_type, onnx):
         faults.append(f"graph input {vi.name!r}: element type {t.tensor_type.elem_type} is not a known ONNX type")
+    elif t.tensor_type.elem_type == onnx.TensorProto.STRING:
+        faults.append(f"graph input {vi.name!r}: a tensor of strings; polyeng computes on numbers")
     if t.tensor_type.HasField("shape"):
         for axis, d in enumerate(t.tensor_type.shape.dim):
             if d.HasField("dim_value") and d.dim_value < 0:
                 faults.append(f"graph input {vi.name!r}: dim {axis} is {d.dim_value}; sizes are >= 0")
+            elif d.HasField("dim_value") and d.dim_value > MAX_DIM:
+                faults.append(f"graph input {vi.name!r}: dim {axis} is {d.dim_value}, more than any array "
+                              f"holds (at most {MAX_DIM})")
+
+
+_TYPED_FIELDS = ("float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data")
 
 
 def _check_tensor(tensor, label: str, faults: list, onnx) -> None:
     if not _dtype_known(tensor.data_type, onnx):
         faults.append(f"{label}: data type {tensor.data_type} is not a known ONNX type")
+    elif tensor.data_type == onnx.TensorProto.STRING:
+        faults.append(f"{label}: a tensor of strings; polyeng computes on numbers")
+    typed = [f for f in _TYPED_FIELDS if len(getattr(tensor, f))]
+    if tensor.HasField("raw_data") and typed or len(typed) > 1:
+        faults.append(f"{label}: its data is given twice ({', '.join((['raw_data'] if tensor.HasField('raw_data') else []) + typed)})")
     if any(d < 0 for d in tensor.dims):
         faults.append(f"{label}: negative dim in its shape {list(tensor.dims)}")
 
@@ -124,11 +141,37 @@ def _check_shadow(init, vi, faults: list, onnx) -> None:
 _TYPE_ATTRIBUTES = ("to", "dtype", "output_dtype")    # INT attributes that name an element type
 
 
-def _check_attributes(node, label: str, opset: int, faults: list, onnx) -> None:
+# INT attributes that are flags: 0 or 1 only
+_FLAGS = {"ceil_mode", "keepdims", "count_include_pad", "transA", "transB", "noop_with_empty_axes", "training_mode",
+          "allowzero", "linear_before_reset", "input_forget", "storage_order", "layout", "select_last_index"}
+_CONSTANT_VALUES = {"value", "value_float", "value_floats", "value_int", "value_ints", "value_string",
+                    "value_strings", "sparse_value"}
+
+
+def _check_schema(node, label: str, opset: int, faults: list, onnx) -> None:
     try:
         schema = onnx.defs.get_schema(node.op_type, opset, "")
     except Exception:
         return                       # no such op at this opset: the converter registry says so
+    inputs, outputs = len(node.input), len(node.output)
+    if not schema.min_input <= inputs <= schema.max_input:
+        faults.append(f"{label}: {inputs} input{'s' if inputs != 1 else ''}; {node.op_type} takes "
+                      f"{_count(schema.min_input, schema.max_input)}")
+    if not schema.min_output <= outputs <= schema.max_output or not any(node.output):
+        faults.append(f"{label}: {outputs} output{'s' if outputs != 1 else ''}; {node.op_type} has "
+                      f"{_count(max(schema.min_output, 1), schema.max_output)}")
+    if node.op_type == "Constant" and len([a for a in node.attribute if a.name in _CONSTANT_VALUES]) != 1:
+        faults.append(f"{label}: a Constant holds exactly one of {', '.join(sorted(_CONSTANT_VALUES))}")
+    _check_attributes(node, label, schema, faults, onnx)
+
+
+def _count(low: int, high: int) -> str:
+    if low == high:
+        return str(low)
+    return f"{low} or more" if high >= 2 ** 31 - 1 else f"{low} to {high}"
+
+
+def _check_attributes(node, label: str, schema, faults: list, onnx) -> None:
     allowed = schema.attributes
     present = set()
     for attr in node.attribute:
@@ -147,6 +190,8 @@ def _check_attributes(node, label: str, opset: int, faults: list, onnx) -> None:
         if attr.name in _TYPE_ATTRIBUTES and attr.type == onnx.AttributeProto.INT \
                 and not _dtype_known(attr.i, onnx):
             faults.append(f"{label}: attribute {attr.name!r} is {attr.i}, not a known ONNX element type")
+        if attr.name in _FLAGS and attr.type == onnx.AttributeProto.INT and attr.i not in (0, 1):
+            faults.append(f"{label}: attribute {attr.name!r} is {attr.i}; expected 0 or 1")
         if attr.type == onnx.AttributeProto.TENSOR:
             _check_tensor(attr.t, f"{label}: attribute {attr.name!r}", faults, onnx)
     for name, spec in allowed.items():
