@@ -1,4 +1,7 @@
-"""gelu, relu, sigmoid, tanh, exp, sqrt and erf in numpy (16-bit inputs arrive widened to f32)."""
+"""gelu, relu, sigmoid, tanh, exp, sqrt, erf, hardswish, hardsigmoid, silu, leaky_relu, log and
+reciprocal in numpy (16-bit inputs arrive widened to f32). hardswish, hardsigmoid and silu are
+PyTorch's CPU formulas term for term (``x * relu6(x + 3) / 6``, ``relu6(x + 3) / 6``,
+``x / (1 + exp(-x))``); relu6 propagates NaN as np.maximum and np.minimum do."""
 import math
 
 import numpy as np
@@ -42,3 +45,31 @@ def sqrt(p, x):
 
 def erf(p, x):
     return erf_values(x)
+
+
+def _relu6(v):
+    return np.minimum(np.maximum(v, v.dtype.type(0)), v.dtype.type(6))
+
+
+def hardswish(p, x):
+    return x * _relu6(x + x.dtype.type(3)) / x.dtype.type(6)
+
+
+def hardsigmoid(p, x):
+    return _relu6(x + x.dtype.type(3)) / x.dtype.type(6)
+
+
+def silu(p, x):
+    return x / (x.dtype.type(1) + np.exp(-x))   # exp(inf) = inf: -0.0 for very negative x, NaN at -inf
+
+
+def leaky_relu(p, x, negative_slope):
+    return np.where(x > 0, x, x * x.dtype.type(negative_slope))   # NaN > 0 is false: NaN * slope is NaN
+
+
+def log(p, x):
+    return np.log(x)
+
+
+def reciprocal(p, x):
+    return np.reciprocal(x)

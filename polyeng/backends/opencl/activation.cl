@@ -23,11 +23,13 @@ __kernel void gelu(__global const elem *x, __global elem *y, const ulong n) {
     }
 }
 
-// relu, sigmoid, tanh, exp, sqrt and erf: y = FN(x) elementwise, the function a build option
-// (-DFN_RELU, ...); a work item takes `per` runs of 16 elements (VLOAD), the last elements one by
-// one. relu keeps NaN (as numpy's maximum) and turns -0.0 into +0.0 as numpy's vector loop does;
-// sigmoid's exp(-x) = inf for very negative x gives exactly 0 and exp(-x) = 0 exactly 1, as
-// BASIC's formula does.
+// relu, sigmoid, tanh, exp, sqrt, erf, hardswish, hardsigmoid, silu, log and reciprocal: y = FN(x)
+// elementwise, the function a build option (-DFN_RELU, ...); a work item takes `per` runs of 16
+// elements (VLOAD), the last elements one by one. relu keeps NaN (as numpy's maximum) and turns
+// -0.0 into +0.0 as numpy's vector loop does; sigmoid's exp(-x) = inf for very negative x gives
+// exactly 0 and exp(-x) = 0 exactly 1, as BASIC's formula does. hardswish, hardsigmoid and silu
+// are BASIC's formulas term for term; relu6 clamps with comparisons, which keep NaN (fmin and
+// fmax would drop it).
 #if defined(FN_RELU) && defined(ITYPE)
 #define FN(v) max((v), (ITYPE)0)
 #elif defined(FN_RELU)
@@ -43,6 +45,28 @@ __kernel void gelu(__global const elem *x, __global elem *y, const ulong n) {
 #define FN(v) sqrt(v)
 #elif defined(FN_ERF)
 #define FN(v) erf(v)
+#elif defined(FN_HARDSWISH) || defined(FN_HARDSIGMOID)
+inline real relu6(real t) {
+    t = t < (real)0 ? (real)0 : t;
+    return t > (real)6 ? (real)6 : t;
+}
+inline realv relu6v(realv t) {
+    t = select(t, (realv)0, VMASK(t < (real)0));
+    return select(t, (realv)6, VMASK(t > (real)6));
+}
+#if defined(FN_HARDSWISH)
+#define FN(v) ((v) * relu6((v) + (real)3) / (real)6)
+#define FNV(v) ((v) * relu6v((v) + (real)3) / (real)6)
+#else
+#define FN(v) (relu6((v) + (real)3) / (real)6)
+#define FNV(v) (relu6v((v) + (real)3) / (real)6)
+#endif
+#elif defined(FN_SILU)
+#define FN(v) ((v) / ((real)1 + exp(-(v))))
+#elif defined(FN_LOG)
+#define FN(v) log(v)
+#elif defined(FN_RECIPROCAL)
+#define FN(v) ((real)1 / (v))
 #endif
 #if defined(FN) && !defined(FNV)
 #define FNV(v) FN(v)
@@ -79,6 +103,26 @@ __kernel void unary(__global const elem *x, __global elem *y, const ulong n, con
     for (; i < last; ++i) {
         const real v = LOAD(x, i);
         STORE(y, i, FN(v));
+    }
+}
+#endif
+
+
+#ifdef LEAKY_RELU
+// leaky_relu: x where x > 0, else x * slope (NaN > 0 is false: NaN * slope is NaN); the slope in
+// the compute type, as BASIC rounds it. Runs of 16 as `unary`.
+__kernel void leaky_relu(__global const elem *x, __global elem *y, const ulong n, const ulong per, const real slope) {
+    const size_t first = get_global_id(0) * per * VLANES;
+    if (first >= n) return;
+    const size_t last = min((size_t)n, first + (size_t)per * VLANES);
+    size_t i = first;
+    for (; i + VLANES <= last; i += VLANES) {
+        const realv v = VLOAD(x, i);
+        VSTORE(y, i, select(v * slope, v, VMASK(v > (real)0)));
+    }
+    for (; i < last; ++i) {
+        const real v = LOAD(x, i);
+        STORE(y, i, v > (real)0 ? v : v * slope);
     }
 }
 #endif
