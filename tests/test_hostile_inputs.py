@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -108,6 +109,7 @@ def test_external_data_is_read_from_the_model_folder_or_base_dir(tmp_path):
     ("missing.bin", "cannot be read"),
     ("link.bin", "passes through a symbolic link"),
     ("fifo", "is not a regular file"),
+    (".", "is not a regular file"),
 ])
 def test_external_data_outside_the_folder_or_not_a_file_is_refused(tmp_path, location, message):
     (tmp_path / "outside.bin").write_bytes(WEIGHT.tobytes())
@@ -240,6 +242,51 @@ BROKEN = {
                       r"constant 'twin': member .* is constant .*'s already"),
     "undefined output": (lambda d, m: d.update(output_structure={"ref": "nowhere"}),
                          r"output 'nowhere' is defined by no input, constant or node"),
+    "output_structure a number": (lambda d, m: d.update(output_structure=3.5),
+                                  r"graph.json's 'output_structure' is 3.5: it returns no value"),
+    "name not a string": (lambda d, m: d.update(name=[1]), r"graph.json's 'name' is a list; expected a str"),
+    "leading_free not a bool": (lambda d, m: d.update(leading_free="no"),
+                                r"graph.json's 'leading_free' is a str; expected a bool"),
+    "input_names not the inputs'": (lambda d, m: d.update(input_names=["ghost"]),
+                                    r"input_names\[0\] is 'ghost', but positional input 0 is input 'x'"),
+    "input_names too few": (lambda d, m: d.update(input_names=[]),
+                            r"'input_names' names 0 positional inputs; 'input_structure' has 1"),
+    "input_structure one item": (lambda d, m: d.update(input_structure=[{"tuple": []}]),
+                                 r"'input_structure' holds 1 item; expected 2: the positional inputs"),
+    "input_structure undefined": (lambda d, m: d.update(input_structure=[{"tuple": [{"ref": "ghost"}]}, {"dict": {}}]),
+                                  r"'input_structure' places 'ghost', which is not an input"),
+    "input left out": (lambda d, m: d.update(input_structure=[{"tuple": [1.0]}, {"dict": {}}]),
+                       r"input 'x' has no place in 'input_structure'"),
+    "type not a pair": (lambda d, m: d["types"].update(v0="f4"), r"types\['v0'\] is 'f4'; expected \[dtype, shape\]"),
+    "type of a bad dtype": (lambda d, m: d["types"].update(v0=["evil", [2]]),
+                            r"types\['v0'\]: dtype 'evil' is not one polyeng has"),
+    "type missing": (lambda d, m: d["types"].pop("v1"), r"value 'v1' has no entry in 'types'"),
+    "huge constant": (lambda d, m: d["constants"][0].update(shape=[1 << 40, 1 << 40]),
+                      r"over the load budget of 8589934592 \(max_bytes=\); constant 'W' of shape "
+                      r"\[1099511627776, 1099511627776\] alone takes 4835703278458516698824704"),
+    "args a list": (lambda d, m: d["nodes"][0].update(args=[1, 2]),
+                    r"node 'n0' \(matmul\): args is a list; expected an object of the op's arguments"),
+    "args nested deep": (lambda d, m: d["nodes"][0]["args"]["dict"].update(a=json.loads('{"tuple": [' * 25
+                                                                                       + '{"ref": "x"}' + "]}" * 25)),
+                         r"node 'n0' \(matmul\): argument 'a' nests 25 levels deep; arguments nest at most 8"),
+    "untagged object": (lambda d, m: d["nodes"][0]["args"]["dict"].update(a={"ref": "x", "tuple": []}),
+                        r"node 'n0' \(matmul\): args holds the object .* expected one key"),
+    "ref not a name": (lambda d, m: d["nodes"][1]["args"]["dict"].update(x={"ref": [5]}),
+                       r"node 'n1' \(relu\): args holds \{'ref': \[5\]\}, which names no value"),
+    "amp of unknown keys": (lambda d, m: d["nodes"][0].update(amp={"foo": 1}),
+                            r"node 'n0' \(matmul\): amp has the key 'foo'; expected category, why"),
+    "amp of a bad category": (lambda d, m: d["nodes"][0].update(amp={"category": "maybe", "why": ""}),
+                              r"node 'n0' \(matmul\): amp's category is 'maybe'; expected one of"),
+    "amp mixed not a bool": (lambda d, m: d["nodes"][0].update(amp={"category": "allow", "why": "", "mixed": 1}),
+                             r"node 'n0' \(matmul\): amp's mixed is a int; expected a bool"),
+    "meta of an unknown tag": (lambda d, m: d["nodes"][0].update(meta={"evil": {}}),
+                               r"node 'n0' \(matmul\): meta holds the unknown tagged value 'evil'"),
+    "meta rows without x": (lambda d, m: d["nodes"][1].update(meta={"dict": {"rows": 2}}),
+                            r"node 'n1' \(relu\): meta's rows needs the arguments x \(a value\) and key"),
+    "node not an object": (lambda d, m: d["nodes"].insert(0, "n"), r"node 0 is a str; expected an object"),
+    "node without op": (lambda d, m: d["nodes"][0].pop("op"), r"node 0 has no 'op'"),
+    "node types of a bad dtype": (lambda d, m: d["nodes"][0].update(types=[["evil", [2, 3]]]),
+                                  r"node 'n0' \(matmul\): output 0's type: dtype 'evil' is not one polyeng has"),
 }
 
 
@@ -249,6 +296,49 @@ def test_broken_graph_files_are_refused_at_load_naming_the_fault(tmp_path, case)
     path = _rewritten(tmp_path, change)
     with pytest.raises(ValueError, match=message):
         load_graph(path)
+
+
+def test_two_members_named_graph_json_are_refused(tmp_path):
+    path = _saved(tmp_path)
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "a") as archive:
+        warnings.simplefilter("ignore")   # "Duplicate name": on purpose
+        archive.writestr("graph.json", "[]")
+    with pytest.raises(ValueError, match=r"the archive has 2 members named graph.json"):
+        load_graph(path)
+
+
+def test_a_constant_member_named_twice_is_refused(tmp_path):
+    path = _saved(tmp_path)
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "a") as archive:
+        warnings.simplefilter("ignore")
+        archive.writestr("constants/0.npy", archive.read("constants/0.npy"))
+    with pytest.raises(ValueError, match=r"constant 'W': the archive has 2 members named 'constants/0.npy'"):
+        load_graph(path)
+
+
+def test_a_saved_graph_with_positional_inputs_nested_and_fixed_loads_and_runs(tmp_path):
+    """input_names name the positional parameters: 'pair' holds inputs pair[0] and pair[1]; 'scale' none."""
+    def fn(pair, scale, *rest, bias):
+        return polyeng.matmul(pair[0], pair[1]) * scale + rest[0] + bias["b"]
+    a, b = np.ones((2, 4), np.float32), np.ones((4, 3), np.float32)
+    c, d = np.full((2, 3), 2, np.float32), {"b": np.full((2, 3), 3, np.float32)}
+    graph = trace(fn, (a, b), 2.0, c, bias=d)
+    graph.save(tmp_path / "g.polyeng")
+    loaded = load_graph(tmp_path / "g.polyeng")
+    np.testing.assert_array_equal(loaded((a, b), 2.0, c, bias=d), graph((a, b), 2.0, c, bias=d))
+
+
+@pytest.mark.parametrize("what", ["fifo", "/dev/zero", "directory"])
+def test_a_graph_file_that_is_not_a_regular_file_is_refused_at_once(tmp_path, what):
+    """A FIFO nobody writes would block for ever, /dev/zero never end: both refused before a byte is read."""
+    path = {"fifo": tmp_path / "pipe.polyeng", "/dev/zero": "/dev/zero", "directory": tmp_path}[what]
+    if what == "fifo":
+        os.mkfifo(path)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(BOMB), str(path)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    expected = "a directory, not a polyeng graph file" if what == "directory" else "not a regular file"
+    assert out.stdout.startswith(f"refused: {path}: {expected}"), out.stdout
 
 
 def test_deep_nesting_is_refused(tmp_path):
