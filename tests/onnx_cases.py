@@ -156,9 +156,11 @@ def activations():
     out = []
     for op, make in (("Sqrt", pos(0.01, 9.0)), ("Erf", f(scale=2.0)), ("Tanh", f(scale=4.0)),
                      ("Sigmoid", f(scale=8.0)), ("Relu", f()), ("Exp", f(scale=3.0)), ("Abs", f(scale=3.0)),
-                     ("Neg", f(scale=3.0))):
+                     ("Neg", f(scale=3.0)), ("Log", pos(0.01, 9.0)), ("Reciprocal", away_from_zero()),
+                     ("HardSwish", f(scale=4.0)), ("LeakyRelu", f(scale=3.0))):
         out.append(case(op.lower(), [node(op, ["x"], ["y"])], [("x", F32, ["N", 3, 5])], [("y", F32)], [make],
                         [((2, 3, 5),), ((3, 3, 5),)]))
+    out += hard_activations() + clips()
     for op in ("Softmax", "LogSoftmax"):
         for axis in (None, 1, -2, 0, 2):
             attrs = {} if axis is None else {"axis": axis}
@@ -179,6 +181,74 @@ def activations():
         out.append(case(f"layernorm_{tag}", [node("LayerNormalization", ["x", *inits], ["y"], **attrs)],
                         [("x", F32, ["N", 3, 6])], [("y", F32)], [f(scale=2.0)], [((2, 3, 6),), ((3, 3, 6),)],
                         inits=inits))
+    return out
+
+
+def hard_activations():
+    """HardSigmoid as polyeng's hardsigmoid (alpha 1/6, beta 0.5) or written out (any other), LeakyRelu's
+    alpha, and the activations on 16-bit and f64 inputs."""
+    out = []
+    for tag, attrs in (("default", {}), ("sixth", {"alpha": 1 / 6, "beta": 0.5}), ("other", {"alpha": 0.3, "beta": 0.4}),
+                       ("negative_alpha", {"alpha": -0.25, "beta": 0.6})):
+        out.append(case(f"hardsigmoid_{tag}", [node("HardSigmoid", ["x"], ["y"], **attrs)], [("x", F32, ["N", 3, 5])],
+                        [("y", F32)], [f(scale=4.0)], [((2, 3, 5),), ((3, 3, 5),)]))
+    out.append(case("leakyrelu_alpha", [node("LeakyRelu", ["x"], ["y"], alpha=0.2)], [("x", F32, ["N", 7])],
+                    [("y", F32)], [f(scale=3.0)], [((2, 7),), ((3, 7),)]))
+    for dtype, tol in ((F16, dict(rtol=1e-3, atol=1e-3)), (F64, dict(rtol=1e-12, atol=1e-14))):
+        k = np.dtype(dtype).name
+        # HardSwish is 1/6 exactly in polyeng (PyTorch's relu6(x + 3) / 6), the float32 alpha of its
+        # ONNX function body in the reference: 3e-8 apart, more than f64's tolerance
+        sixth = dict(rtol=1e-7, atol=1e-7) if dtype == F64 else tol
+        out.append(case(f"hardswish_{k}", [node("HardSwish", ["x"], ["y"])], [("x", dtype, ["N", 6])], [("y", dtype)],
+                        [f(dtype, 4.0)], [((2, 6),), ((3, 6),)], **sixth))
+        for name, op, make, attrs in (("hardsigmoid", "HardSigmoid", f(dtype, 4.0), {}),
+                                      ("leakyrelu", "LeakyRelu", f(dtype, 3.0), {"alpha": 0.1}),
+                                      ("log", "Log", pos(0.01, 9.0, dtype), {}),
+                                      ("reciprocal", "Reciprocal", away_from_zero(dtype), {})):
+            out.append(case(f"{name}_{k}", [node(op, ["x"], ["y"], **attrs)], [("x", dtype, ["N", 6])], [("y", dtype)],
+                            [make], [((2, 6),), ((3, 6),)], **tol))
+    return out
+
+
+def scalar(value, dtype=F32):
+    return lambda shape: np.asarray(value, dtype)
+
+
+def clips():
+    """Clip's optional min and max: constants (a number each), run-time 0-d tensors, either left out,
+    both left out (the identity), min above max, integers folded at load time."""
+    out = []
+    x = [("x", F32, ["N", 3, 5])]
+    sizes = [((2, 3, 5),), ((3, 3, 5),)]
+    for tag, inputs, inits in (("min_max", ["x", "lo", "hi"], {"lo": np.float32(-0.5), "hi": np.float32(0.75)}),
+                               ("min_only", ["x", "lo"], {"lo": np.float32(-0.25)}),
+                               ("max_only", ["x", "", "hi"], {"hi": np.float32(0.5)}),
+                               ("none", ["x"], {}),
+                               ("min_above_max", ["x", "lo", "hi"], {"lo": np.float32(1.0), "hi": np.float32(-1.0)})):
+        out.append(case(f"clip_const_{tag}", [node("Clip", inputs, ["y"])], x, [("y", F32)], [f(scale=2.0)], sizes,
+                        inits=inits))
+    out.append(case("clip_constant_nodes", [constant("lo", np.float32(-1.0)), constant("hi", np.float32(1.5)),
+                                            node("Clip", ["x", "lo", "hi"], ["y"])], x, [("y", F32)], [f(scale=2.0)],
+                    sizes))
+    out.append(case("clip_runtime_bounds", [node("Clip", ["x", "lo", "hi"], ["y"])],
+                    x + [("lo", F32, []), ("hi", F32, [])], [("y", F32)], [f(scale=2.0), scalar(-0.3), scalar(0.8)],
+                    [((2, 3, 5), (), ()), ((3, 3, 5), (), ())]))
+    out.append(case("clip_runtime_max_const_min", [node("Clip", ["x", "lo", "hi"], ["y"])], x + [("hi", F32, [])],
+                    [("y", F32)], [f(scale=2.0), scalar(0.25)], [((2, 3, 5), ()), ((3, 3, 5), ())],
+                    inits={"lo": np.float32(-0.75)}))
+    out.append(case("clip_computed_bound", [node("ReduceMean", ["x"], ["m"], keepdims=0),
+                                           node("Clip", ["x", "m"], ["y"])], x, [("y", F32)], [f(scale=2.0)], sizes))
+    for dtype, tol in ((F16, dict(rtol=1e-3, atol=1e-3)), (F64, dict(rtol=1e-12, atol=1e-14))):
+        k = np.dtype(dtype).name
+        out.append(case(f"clip_const_{k}", [node("Clip", ["x", "lo", "hi"], ["y"])], [("x", dtype, ["N", 6])],
+                        [("y", dtype)], [f(dtype, 2.0)], [((2, 6),), ((3, 6),)],
+                        inits={"lo": np.asarray(-0.5, dtype), "hi": np.asarray(1.25, dtype)}, **tol))
+        out.append(case(f"clip_runtime_{k}", [node("Clip", ["x", "", "hi"], ["y"])], [("x", dtype, ["N", 6]), ("hi", dtype, [])],
+                        [("y", dtype)], [f(dtype, 2.0), scalar(0.4, dtype)], [((2, 6), ()), ((3, 6), ())], **tol))
+    out.append(case("clip_int64_folded", [node("Clip", ["k", "lo", "hi"], ["c"]), node("Cast", ["c"], ["cf"], to=TensorProto.FLOAT),
+                                          node("Add", ["x", "cf"], ["y"])],
+                    [("x", F32, ["N", 4])], [("y", F32)], [f()], [((2, 4),), ((3, 4),)],
+                    inits={"k": np.array([-5, 1, 3, 10], I64), "lo": np.int64(0), "hi": np.int64(4)}))
     return out
 
 
@@ -762,6 +832,8 @@ def unsupported():
         refused("conv_3d", [node("Conv", ["x", "w"], ["y"], name="conv3d", kernel_shape=[1, 2, 2])],
                 [("x", F32, ["N", 2, 3, 4, 5])], [("y", F32)], [("Conv", "conv3d")], inits={"w": randn(3, 2, 1, 2, 2)}),
     ]
+    out.append(refused("clip_int64_at_run_time", [node("Clip", ["x", "lo"], ["y"], name="clip_ints")],
+                       [("x", I64, ["N", 3])], [("y", I64)], [("Clip", "clip_ints")], inits={"lo": np.int64(0)}))
     for c in lstms_unsupported():
         lstm = c.model.graph.node[0]
         out.append(Case(c.name, c.model, (), bad=(("LSTM", lstm.name),)))

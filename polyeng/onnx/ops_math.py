@@ -1,5 +1,6 @@
-"""Converters of the ONNX ops that compute elementwise or along axes: arithmetic and activations,
-Softmax, LayerNormalization, Gelu, ReduceMean, GlobalAveragePool, Cast, Where, Concat and Transpose.
+"""Converters of the ONNX ops that compute elementwise or along axes: arithmetic and activations
+(HardSwish, HardSigmoid, LeakyRelu and Clip among them), Softmax, LayerNormalization, Gelu,
+ReduceMean, GlobalAveragePool, Cast, Where, Concat and Transpose.
 
 Opsets past 21 changed none of these in a way that matters here: Cast (23, 24, 25, 28) and
 Transpose (23 to 25) only gained dtypes (4-bit, 2-bit and 6-bit types, float8e8m0). polyeng's
@@ -17,7 +18,7 @@ from .registry import converter
 
 BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
 UNARY = {"Sqrt": "sqrt", "Erf": "erf", "Tanh": "tanh", "Sigmoid": "sigmoid", "Relu": "relu", "Exp": "exp",
-         "Abs": "abs", "Neg": "neg"}
+         "Abs": "abs", "Neg": "neg", "Log": "log", "Reciprocal": "reciprocal"}
 POLYENG_DTYPES = {np.dtype(d) for d in (np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32,
                                         np.int64, np.bool_)} | {np.dtype(dt.bfloat16)}
 
@@ -113,10 +114,71 @@ def _settle(n: OnnxNode, i: int = 0) -> None:
 @converter("Exp")
 @converter("Abs")
 @converter("Neg")
+@converter("Log")
+@converter("Reciprocal")
 def unary(n: OnnxNode) -> None:
     x = n.need(0, "X")
     _check_dtype(n, x)
     n.emit(UNARY[n.op_type], {"x": x})
+
+
+@converter("HardSwish", opsets=(14, None))   # the op is new in opset 14
+def hard_swish(n: OnnxNode) -> None:
+    x = n.need(0, "X")
+    _check_dtype(n, x)
+    n.emit("hardswish", {"x": x})   # ONNX's alpha 1/6 and beta 0.5: x * relu6(x + 3) / 6
+
+
+@converter("HardSigmoid")
+def hard_sigmoid(n: OnnxNode) -> None:
+    """max(0, min(1, alpha x + beta)): polyeng's hardsigmoid (relu6(x + 3) / 6) where alpha and beta
+    are 1/6 and 0.5 as float32 attributes hold them, else mul, add and clip in x's dtype."""
+    x = n.need(0, "X")
+    _check_dtype(n, x)
+    alpha, beta = _float_attr(n, "alpha", 0.2), _float_attr(n, "beta", 0.5)
+    if np.float32(alpha) == np.float32(1 / 6) and np.float32(beta) == np.float32(0.5):
+        n.emit("hardsigmoid", {"x": x})
+        return
+    dtype = np.dtype(x.dtype)
+    (scaled,) = n.b.emit("mul", {"a": x, "b": const(dt.round_to(np.float64(alpha), dtype))}, [(dtype, x.shape)],
+                         names=[f"{n.name}.alpha_x"])
+    (shifted,) = n.b.emit("add", {"a": scaled, "b": const(dt.round_to(np.float64(beta), dtype))},
+                          [(dtype, x.shape)], names=[f"{n.name}.plus_beta"])
+    n.emit("clip", {"x": shifted, "min": 0.0, "max": 1.0})
+
+
+@converter("LeakyRelu")
+def leaky_relu(n: OnnxNode) -> None:
+    x = n.need(0, "X")
+    _check_dtype(n, x)
+    n.emit("leaky_relu", {"x": x, "negative_slope": _float_attr(n, "alpha", 0.01)})
+
+
+def _float_attr(n: OnnxNode, name: str, default: float) -> float:
+    """A float attribute as ONNX holds it, in float32 (its default too, as the op schema stores it)."""
+    return float(np.float32(n.attr(name, default)))
+
+
+@converter("Clip")   # min and max are inputs from opset 11 on
+def clip(n: OnnxNode) -> None:
+    """Bounds known at load time become numbers (0-d) or arrays, run-time ones array bounds; no
+    bound at all is the identity. Integer Clip folds when everything is a constant."""
+    x = n.need(0, "input")
+    _check_dtype(n, x)
+    bounds = {"min": n.val(1), "max": n.val(2)}
+    if all(b is None for b in bounds.values()):
+        n.set(0, x)
+        return
+    if np.dtype(x.dtype).kind != "f":
+        if x.is_const and all(b is None or b.is_const for b in bounds.values()):
+            lo, hi = (None if b is None else b.array for b in bounds.values())
+            n.set_const(0, np.clip(x.array, lo, hi).astype(x.dtype))
+            return
+        raise Unsupported(f"Clip on {np.dtype(x.dtype).name} computed at run time: polyeng's clip takes floats")
+    args = {"x": x}
+    for name, b in bounds.items():
+        args[name] = float(b.array) if b is not None and b.is_const and b.array.ndim == 0 else b
+    n.emit("clip", args)
 
 
 @converter("Softmax")
