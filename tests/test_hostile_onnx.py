@@ -211,7 +211,7 @@ CASES = {
         r"LSTM 'lstm': direction='sideways'"),
     "an IR version from the future": (
         lambda: future_ir(),
-        r"IR version 99 is newer than the installed onnx package reads"),
+        r"ir_version 99 is newer than the installed onnx package reads"),
     "an output no node computes": (
         lambda: model([relu()], outputs=(("y", None), ("nowhere", None))),
         r"graph output 'nowhere' is not computed by any node"),

@@ -64,7 +64,7 @@ def read(model, base_dir=None):
     if not proto.HasField("graph") or not proto.graph.node and not proto.graph.output:
         raise ValueError(f"{where}: not an ONNX model (no graph in it)")
     if proto.ir_version > onnx.IR_VERSION:
-        raise ValueError(f"{where}: IR version {proto.ir_version} is newer than the installed onnx package reads "
+        raise ValueError(f"{where}: ir_version {proto.ir_version} is newer than the installed onnx package reads "
                          f"({onnx.IR_VERSION})")
     external_data.load(proto, base_dir, where)
     return proto
