@@ -333,6 +333,18 @@ def pooling():
     for name, shape, attrs in avgpools:
         out.append(case(name, [node("AveragePool", ["x"], ["y"], **attrs)], [("x", F32, shape)], [("y", F32)], [f()],
                         [(concrete(shape, s),) for s in N23]))
+    x = ["N", 2, 7, 8]
+    for op, extra in (("MaxPool", {}), ("AveragePool", {"count_include_pad": 0}),
+                      ("AveragePool", {"count_include_pad": 1})):
+        name = f"{op.lower()}_asymmetric_pads" + ("_include" if extra.get("count_include_pad") else "")
+        out.append(case(name, [node(op, ["x"], ["y"], name=f"{name}_node", kernel_shape=[3, 3], strides=[2, 2],
+                                    pads=[0, 1, 1, 2], **extra)],
+                        [("x", F32, x)], [("y", F32)], [f()], [((2, 2, 7, 8),), ((3, 2, 7, 8),)]))
+        for auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            name = f"{op.lower()}_{auto_pad.lower()}" + ("_include" if extra.get("count_include_pad") else "")
+            out.append(case(name, [node(op, ["x"], ["y"], name=f"{name}_node", kernel_shape=[3, 2], strides=[2, 2],
+                                        auto_pad=auto_pad, **extra)],
+                            [("x", F32, [2, 2, 7, 8])], [("y", F32)], [f()], [((2, 2, 7, 8),)]))
     for shape in (["N", 3, 5], ["N", 3, 4, 5], ["N", 2, 3, 4, 5]):
         out.append(case(f"globalavgpool_{len(shape) - 2}d", [node("GlobalAveragePool", ["x"], ["y"])],
                         [("x", F32, shape)], [("y", F32)], [f()], [(concrete(shape, s),) for s in N23]))
@@ -717,11 +729,18 @@ def plumbing():
         case("constant_value_tensor", [constant("w", randn(4, 5)), node("MatMul", ["x", "w"], ["y"])],
              [("x", F32, x3)], [("y", F32)], [f()], c3),
     ]
-    for axis in (0, 1, 2, -1, None):
+    for axis in (0, 1, 2, -1, None, 4, -4, -2):
         attrs = {} if axis is None else {"axis": axis}
         tag = "default" if axis is None else str(axis).replace("-", "m")
         out.append(case(f"flatten_axis_{tag}", [node("Flatten", ["x"], ["y"], **attrs)], [("x", F32, ["N", 2, 3, 4])],
                         [("y", F32)], [f()], [((2, 2, 3, 4),), ((3, 2, 3, 4),)], **exact))
+    for name, shape, axis, calls_, dtype in (   # named dims on one side of the axis, both, or none
+            ("flatten_named_head", ["N", "S", 3, 4], 2, [((2, 3, 3, 4),), ((1, 5, 3, 4),)], F32),
+            ("flatten_named_tail", [2, 3, "S"], 1, [((2, 3, 4),), ((2, 3, 1),)], F32),
+            ("flatten_named_both_sides", ["N", 3, "S"], 2, [((2, 3, 4),), ((3, 3, 2),)], F32),
+            ("flatten_fixed_int64", [2, 3, 4], -1, [((2, 3, 4),)], I64)):
+        out.append(case(name, [node("Flatten", ["x"], ["y"], axis=axis)], [("x", dtype, shape)], [("y", dtype)],
+                        [f() if dtype == F32 else ids(50, low=-50)], calls_, **exact))
     # a value_info that fixes a dim the model leaves free must not be trusted
     wrong = [value("h", F32, [2, 4])]
     out.append(Case("value_info_fixes_a_free_dim", build(
@@ -730,6 +749,141 @@ def plumbing():
            node("Reshape", ["h", "shape"], ["y"])],
         [("x", F32, ["N", 4])], [("y", F32)], inits={"ax0": i64(0), "two_two": i64(2, 2)}, value_info=wrong),
         ((randn(3, 4),), (randn(5, 4),), (randn(2, 4),)), rtol=0, atol=0))
+    return out
+
+
+# ---------------------------------------------------------------- pad and dropout
+
+U8 = np.uint8
+
+
+def pad_case(name, shape, pads, mode=None, value=None, axes=None, opset=13, dtype=F32, maker=None, calls_=None,
+             pads_from_constant=False):
+    """Pad of x (``shape``, named dims at sizes 2 and 3) with constant ``pads`` (an initializer, or a
+    Constant node), ``value`` (an initializer of x's dtype) and ``axes`` (opset 18 on)."""
+    inputs = ["x", "pads", "value" if value is not None else "", "axes" if axes is not None else ""]
+    while inputs[-1] == "":
+        inputs.pop()
+    inits = {"pads": i64(*pads)}
+    nodes = []
+    if pads_from_constant:
+        nodes.append(constant("pads", inits.pop("pads")))
+    if value is not None:
+        inits["value"] = np.asarray(value, dtype)
+    if axes is not None:
+        inits["axes"] = i64(*axes)
+    nodes.append(node("Pad", inputs, ["y"], name=f"{name}_node", **({} if mode is None else {"mode": mode})))
+    maker = maker or (f(dtype) if np.dtype(dtype).kind == "f" else flags if dtype == BOOL else ids(100, dtype))
+    return case(name, nodes, [("x", dtype, shape)], [("y", dtype)], [maker],
+                calls_ or [(concrete(shape, s),) for s in N23], inits=inits, opset=opset, rtol=0, atol=0)
+
+
+def pads_and_dropouts():
+    """Pad in each mode, over every axis and over ``axes``, on several dtypes; Flatten's cases are
+    with the shape plumbing; Dropout in inference (the output is the input, the mask all true).
+    Negative pads are in ``PAD_CROPS``: the reference evaluator's numpy.pad refuses them."""
+    x4 = ["N", 3, 4, 5]
+    out = [
+        pad_case("pad13_constant_value", x4, [0, 0, 1, 2, 0, 0, 2, 1], value=1.5),
+        pad_case("pad13_constant_default_value", x4, [0, 1, 0, 1, 0, 0, 2, 0]),
+        pad_case("pad13_constant_batch_axis", x4, [1, 0, 0, 0, 2, 0, 0, 1], value=-2.0),
+        pad_case("pad13_constant_pads_from_constant_node", x4, [0, 0, 0, 3, 0, 0, 0, 1], value=0.5,
+                 pads_from_constant=True),
+        pad_case("pad13_zero_pads", x4, [0] * 8),
+        pad_case("pad13_reflect", x4, [0, 0, 1, 2, 0, 0, 3, 4], mode="reflect"),
+        pad_case("pad13_reflect_named_axis", ["N", 6], [1, 0, 1, 2], mode="reflect"),
+        pad_case("pad13_edge", x4, [0, 2, 3, 0, 0, 1, 0, 6], mode="edge"),
+        pad_case("pad13_edge_batch_axis", x4, [2, 0, 0, 1, 1, 0, 0, 0], mode="edge"),
+        pad_case("pad18_constant_axes", x4, [1, 0, 2, 3], value=4.0, axes=[-1, 1], opset=18),
+        pad_case("pad18_reflect_axes", x4, [1, 2, 2, 1], mode="reflect", axes=[2, 3], opset=18),
+        pad_case("pad19_edge_negative_axes", x4, [3, 1], mode="edge", axes=[-2], opset=19),
+        pad_case("pad21_constant_int64", ["N", 5], [0, 2, 0, 1], value=7, dtype=I64, opset=21),
+        pad_case("pad13_constant_uint8", ["N", 2, 5], [0, 1, 1, 0, 1, 0], value=200, dtype=U8),
+        pad_case("pad13_reflect_int32", ["N", 4, 5], [0, 2, 1, 0, 1, 3], mode="reflect", dtype=I32),
+        pad_case("pad13_constant_bool", ["N", 4], [0, 1, 0, 2], value=True, dtype=BOOL),
+        pad_case("pad13_edge_bool", ["N", 3, 4], [0, 1, 1, 0, 0, 2], mode="edge", dtype=BOOL),
+        pad_case("pad13_reflect_float16", ["N", 3, 5], [0, 2, 4, 0, 0, 1], mode="reflect", dtype=F16),
+        pad_case("pad13_constant_float64", ["N", 3], [0, 1, 0, 1], value=-0.25, dtype=F64),
+        pad_case("pad13_constant_zero_batch", x4, [0, 0, 1, 1, 0, 0, 1, 1], value=3.0,
+                 calls_=[((0, 3, 4, 5),), ((2, 3, 4, 5),)]),
+        pad_case("pad13_reflect_zero_batch", x4, [0, 0, 1, 1, 0, 0, 1, 1], mode="reflect",
+                 calls_=[((0, 3, 4, 5),), ((2, 3, 4, 5),)]),
+        # folded at load: the padded constant joins x
+        case("pad13_constant_folded", [node("Pad", ["c", "cpads", "cvalue"], ["p"], mode="constant"),
+                                       node("Add", ["x", "p"], ["y"])],
+             [("x", F32, ["N", 4, 5])], [("y", F32)], [f()], [((2, 4, 5),), ((3, 4, 5),)],
+             inits={"c": randn(2, 3), "cpads": i64(1, 0, 1, 2), "cvalue": np.float32(9.0)}),
+        case("pad13_reflect_then_relu", [node("Pad", ["x", "pads"], ["p"], mode="reflect"), node("Relu", ["p"], ["y"])],
+             [("x", F32, ["N", 2, 4, 4])], [("y", F32)], [f()], [((2, 2, 4, 4),), ((1, 2, 4, 4),)],
+             inits={"pads": i64(0, 0, 1, 1, 0, 0, 1, 1)}),
+    ]
+    x3 = ["N", 3, 4]
+    out += [
+        case("dropout13_identity", [node("Dropout", ["x"], ["y"])], [("x", F32, x3)], [("y", F32)], [f()],
+             [((2, 3, 4),), ((3, 3, 4),)], opset=13, rtol=0, atol=0),
+        case("dropout13_ratio_and_training_false_then_add",
+             [node("Dropout", ["x", "ratio", "training"], ["d"]), node("Add", ["d", "b"], ["y"])],
+             [("x", F32, x3)], [("y", F32)], [f()], [((2, 3, 4),), ((3, 3, 4),)], opset=13,
+             inits={"ratio": np.float32(0.3), "training": np.bool_(False), "b": randn(4)}),
+        case("dropout13_mask_of_fixed_shape", [node("Dropout", ["x", "ratio"], ["y", "mask"])],
+             [("x", F32, [2, 3, 4])], [("y", F32), ("mask", BOOL)], [f()], [((2, 3, 4),)], opset=13,
+             inits={"ratio": np.float32(0.5)}, rtol=0, atol=0),
+        case("dropout13_float64", [node("Dropout", ["x"], ["y"])], [("x", F64, ["N", 3])], [("y", F64)], [f(F64)],
+             [((2, 3),), ((3, 3),)], opset=13, rtol=0, atol=0),
+    ]
+    if NEWEST_OPSET >= 22:   # Dropout-22 adds types only
+        out.append(case("dropout22_training_false", [node("Dropout", ["x", "", "training"], ["y"])],
+                        [("x", F16, x3)], [("y", F16)], [f(F16)], [((2, 3, 4),), ((3, 3, 4),)], opset=22,
+                        inits={"training": np.bool_(False)}, rtol=0, atol=0))
+    return out
+
+
+def pad_crops():
+    """Pad with negative pads (a crop), which onnxruntime runs (cropping first) and the reference
+    evaluator does not (numpy.pad refuses negative widths): tests/test_op_pad.py checks these
+    against onnxruntime on every engine. Each reflect crop leaves more than the pad it reflects."""
+    x4 = ["N", 3, 6, 7]
+    return [
+        pad_case("pad13_constant_crop", x4, [0, 0, -1, 2, 0, 0, 1, -3], value=1.5),
+        pad_case("pad13_constant_crop_to_empty", x4, [0, 0, 0, -4, 0, 0, 0, -3]),
+        pad_case("pad13_reflect_crop_one_end_pad_the_other", x4, [0, 0, 2, -3, 0, 0, -2, 3], mode="reflect"),
+        pad_case("pad13_reflect_crop_both_ends", x4, [0, 0, -1, -2, 0, 0, -2, 1], mode="reflect"),
+        pad_case("pad13_edge_crop", x4, [0, 0, -5, 4, 0, 0, 3, -6], mode="edge"),
+        pad_case("pad18_constant_crop_axes", x4, [-2, 1, 3, -1], axes=[3, 2], value=-1.0, opset=18),
+        pad_case("pad19_edge_crop_batch", x4, [-1, 0, 0, 0, 0, 0, 0, 2], mode="edge", opset=19,
+                 calls_=[((2, 3, 6, 7),), ((3, 3, 6, 7),)]),
+    ]
+
+
+def pads_and_dropouts_refused():
+    x4 = [("x", F32, ["N", 3, 4, 5])]
+    out = []
+    if NEWEST_OPSET >= 19:
+        out.append(refused("pad19_wrap", [node("Pad", ["x", "pads"], ["y"], name="pad_wrap", mode="wrap")], x4,
+                           [("y", F32)], [("Pad", "pad_wrap")], inits={"pads": i64(0, 0, 1, 1, 0, 0, 1, 1)}, opset=19))
+    out += [
+        refused("pad_pads_at_run_time", [node("Pad", ["x", "pads"], ["y"], name="pad_dynamic")],
+                x4 + [("pads", I64, [8])], [("y", F32)], [("Pad", "pad_dynamic")], opset=13),
+        refused("pad_value_at_run_time", [node("Pad", ["x", "pads", "v"], ["y"], name="pad_dynamic_value")],
+                x4 + [("v", F32, [])], [("y", F32)], [("Pad", "pad_dynamic_value")],
+                inits={"pads": i64(0, 0, 1, 1, 0, 0, 1, 1)}, opset=13),
+        refused("pad_reflect_as_large_as_the_axis",
+                [node("Pad", ["x", "pads"], ["y"], name="pad_reflect_big", mode="reflect")], x4, [("y", F32)],
+                [("Pad", "pad_reflect_big")], inits={"pads": i64(0, 0, 4, 0, 0, 0, 0, 0)}, opset=13),
+        refused("pad_reflect_into_the_crop",
+                [node("Pad", ["x", "pads"], ["y"], name="pad_reflect_crop", mode="reflect")], x4, [("y", F32)],
+                [("Pad", "pad_reflect_crop")], inits={"pads": i64(0, 0, 0, 3, 0, 0, 0, -2)}, opset=13),
+        refused("pad_reflect_crop_of_a_named_axis",
+                [node("Pad", ["x", "pads"], ["y"], name="pad_reflect_named", mode="reflect")], x4, [("y", F32)],
+                [("Pad", "pad_reflect_named")], inits={"pads": i64(1, 0, 0, 0, -1, 0, 0, 0)}, opset=13),
+        refused("dropout_training", [node("Dropout", ["x", "", "t"], ["y"], name="dropout_train")], x4,
+                [("y", F32)], [("Dropout", "dropout_train")], inits={"t": np.bool_(True)}, opset=13),
+        refused("dropout_training_at_run_time", [node("Dropout", ["x", "", "t"], ["y"], name="dropout_dynamic")],
+                x4 + [("t", BOOL, [])], [("y", F32)], [("Dropout", "dropout_dynamic")], opset=13),
+        refused("dropout_mask_of_a_named_shape",
+                [node("Dropout", ["x"], ["y", "mask"], name="dropout_mask")], x4, [("y", F32), ("mask", BOOL)],
+                [("Dropout", "dropout_mask")], opset=13),
+    ]
     return out
 
 
@@ -832,6 +986,7 @@ def unsupported():
         refused("conv_3d", [node("Conv", ["x", "w"], ["y"], name="conv3d", kernel_shape=[1, 2, 2])],
                 [("x", F32, ["N", 2, 3, 4, 5])], [("y", F32)], [("Conv", "conv3d")], inits={"w": randn(3, 2, 1, 2, 2)}),
     ]
+    out += pads_and_dropouts_refused()
     out.append(refused("clip_int64_at_run_time", [node("Clip", ["x", "lo"], ["y"], name="clip_ints")],
                        [("x", I64, ["N", 3])], [("y", I64)], [("Clip", "clip_ints")], inits={"lo": np.int64(0)}))
     for c in lstms_unsupported():
@@ -854,18 +1009,7 @@ def unsupported():
 
 def either():
     """Forms polyeng may run (then they must match) or refuse at load (then naming the node)."""
-    x = ["N", 2, 7, 8]
     out = []
-    for op, extra in (("MaxPool", {}), ("AveragePool", {"count_include_pad": 0}),
-                      ("AveragePool", {"count_include_pad": 1})):
-        name = f"{op.lower()}_asymmetric_pads" + ("_include" if extra.get("count_include_pad") else "")
-        out.append(case(name, [node(op, ["x"], ["y"], name=f"{name}_node", kernel_shape=[3, 3], strides=[2, 2],
-                                    pads=[0, 1, 1, 2], **extra)],
-                        [("x", F32, x)], [("y", F32)], [f()], [((2, 2, 7, 8),), ((3, 2, 7, 8),)]))
-    out.append(case("maxpool_auto_pad_same_upper",
-                    [node("MaxPool", ["x"], ["y"], name="pool_same", kernel_shape=[3, 3], strides=[2, 2],
-                          auto_pad="SAME_UPPER")],
-                    [("x", F32, x)], [("y", F32)], [f()], [((2, 2, 7, 8),), ((3, 2, 7, 8),)]))
     out += resizes_either()
     return [replace(c, bad=tuple((n.op_type, n.name) for n in c.model.graph.node if n.op_type != "Constant"))
             for c in out]
@@ -884,8 +1028,9 @@ from onnx_cases_conv import convolutions  # noqa: E402  (the conv cases, built w
 from onnx_cases_indexing import splits  # noqa: E402
 
 SUPPORTED = _unique(arithmetic() + activations() + matmuls() + pooling() + reduce_means() + resizes() + movement()
-                    + convolutions() + splits()
+                    + convolutions() + splits() + pads_and_dropouts()
                     + lstms() + gathers() + plumbing() + composites() + composites(13) + composites(21)
                     + zero_batch() + (composites(NEWEST_OPSET) if NEWEST_OPSET > 21 else []))
 UNSUPPORTED = _unique(unsupported())
+PAD_CROPS = _unique(pad_crops())
 EITHER = _unique(either())

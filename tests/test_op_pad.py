@@ -462,3 +462,39 @@ def test_device_tensors_stay_on_their_engine(engine, dtype):
     empty = polyeng.to_device(np.zeros((2, 0), dtype), engine)
     assert_identical(polyeng.to_numpy(run_on(engine, "pad", empty, (1, 1), value=value)),
                      polyeng.pad(np.zeros((2, 0), dtype), (1, 1), value=value))
+
+
+# -- ONNX Pad with negative pads, against onnxruntime ------------------------------------------------
+
+def _crops():
+    try:
+        from onnx_cases import PAD_CROPS
+    except ImportError:   # no onnx: the test below skips
+        return []
+    return PAD_CROPS
+
+
+@pytest.mark.parametrize("case", _crops(), ids=lambda c: c.name)
+def test_onnx_pad_crops_match_onnxruntime_on_every_engine(case):
+    # the reference evaluator's numpy.pad refuses negative pads; onnxruntime crops, then pads
+    pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    import polyeng.onnx
+    session = ort.InferenceSession(case.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    graph = polyeng.onnx.load(case.model)
+    for engine in [e.name for e in polyeng.engines() if e.available and "pad" in e.ops]:
+        for (x,) in case.calls:
+            (want,) = session.run(None, {"x": x})
+            with polyeng.compute_eng(engine, fallback=False):
+                assert_identical(graph(x), want)
+
+
+def test_onnx_reflect_pads_too_large_for_a_named_dim_are_a_value_error_at_run_time():
+    pytest.importorskip("onnx")
+    import polyeng.onnx
+    from onnx_cases import pad_case
+    graph = polyeng.onnx.load(pad_case("reflect_named", ["N", 6], [2, 0, 0, 0], mode="reflect").model)
+    assert graph(np.ones((3, 6), np.float32)).shape == (5, 6)
+    with pytest.raises(ValueError, match=r"pads=\(0, 0, 2, 0\): \(2, 0\) on dim 0 of x \(shape \(2, 6\)\); "
+                                         r"mode='reflect' takes pads less than"):
+        graph(np.ones((2, 6), np.float32))

@@ -1,5 +1,5 @@
 """Shape plumbing and data movement: Constant, Identity, Shape, Gather, Slice, Squeeze, Unsqueeze,
-Reshape, Flatten, Expand, ConstantOfShape and Range.
+Reshape, Flatten, Expand, ConstantOfShape, Range, Pad and Dropout (inference: an identity).
 
 Where the values these compute are fixed at load time they fold into constants; where they depend
 on named dims they stay as ``onnx.*`` host nodes. On data tensors, reshapes with a fixed target are
@@ -7,7 +7,7 @@ polyeng ``reshape`` nodes (the device keeps the tensor), slicing with fixed boun
 
 Past opset 21 these ops only gained dtypes (4-bit and 2-bit types, float8e8m0, which polyeng's
 ops refuse as they refuse float8), except Range, whose opset 27 adds float16 and bfloat16 with
-a ``stash_type``.
+a ``stash_type``, and Pad, whose opsets 18 and 19 add the ``axes`` input and the ``wrap`` mode.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np
 from ..engine import dtypes as dt
 from .builder import Unsupported, Val, const
 from .context import OnnxNode, positive_axis
-from .ops_math import _settle
+from .ops_math import _check_dtype, _settle
 from .registry import converter
 
 
@@ -196,19 +196,25 @@ def reshape(n: OnnxNode) -> None:
 def flatten(n: OnnxNode) -> None:
     x = n.need(0, "input")
     axis = int(n.attr("axis", 1))
+    rank = x.rank
+    if rank is not None:
+        if not -rank <= axis <= rank:
+            raise Unsupported(f"axis={axis} is out of range for rank {rank} (expected {-rank} to {rank})")
+        axis = axis + rank if axis < 0 else axis
     static = x.static_shape()
     if x.kind == "data" and static is not None:
-        axis = axis + len(static) if axis < 0 else axis
         _reshape_to(n, x, (int(np.prod(static[:axis], dtype=np.int64)), int(np.prod(static[axis:], dtype=np.int64))))
         return
-    if x.kind == "data" and x.shape is not None:
-        a = axis + len(x.shape) if axis < 0 else axis
-        tail = x.shape[a:]
-        if a >= 1 and all(type(d) is int for d in tail) and all(type(d) is int for d in x.shape[1:a]):
-            # only the leading dims before the axis may vary: -1 stands for them
+    if x.kind == "data" and rank is not None:
+        head, tail = x.shape[:axis], x.shape[axis:]
+        # the named dims all on one side of the axis: -1 stands for their product
+        if all(type(d) is int for d in tail) and int(np.prod(tail, dtype=np.int64)) > 0:
             _reshape_to(n, x, (-1, int(np.prod(tail, dtype=np.int64))))
             return
-    n.emit("onnx.flatten", {"x": x, "axis": axis}, dtype=x.dtype)
+        if all(type(d) is int for d in head) and int(np.prod(head, dtype=np.int64)) > 0:
+            _reshape_to(n, x, (int(np.prod(head, dtype=np.int64)), -1))
+            return
+    n.emit("onnx.flatten", {"x": x, "axis": axis}, dtype=x.dtype, kind="data" if x.kind == "data" else None)
 
 
 @converter("Expand")
@@ -236,3 +242,94 @@ def range_(n: OnnxNode) -> None:
         # any other stash_type would compute in the 16-bit type itself
         n.refuse_attrs(stash_type=1)
     n.emit("onnx.range", {"start": start, "limit": limit, "delta": delta}, dtype=start.dtype)
+
+
+PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate"}
+
+
+@converter("Pad")
+def pad(n: OnnxNode) -> None:
+    """ONNX's pads ``[x1_begin, x2_begin, ..., x1_end, x2_end, ...]`` over every axis (or over
+    ``axes``, opset 18 on) become polyeng's, last dim first; edge is replicate. A negative pad crops
+    first, as onnxruntime does: the same as polyeng's (PyTorch's) reading of the input's own edge
+    except where a reflection would reach into the cropped part, which is refused."""
+    x = n.need(0, "data")
+    _check_dtype(n, x)
+    mode = n.attr("mode", "constant")
+    if mode not in PAD_MODES:
+        raise Unsupported(f"mode={mode!r} is not supported (constant, reflect and edge are)")
+    pads = n.ints(1, "pads")
+    if pads is None:
+        raise Unsupported("input 1 (pads) is missing")
+    axes = n.ints(3, "axes") if n.has(3) else None
+    rank = x.rank if axes is not None or x.rank is not None else len(pads) // 2
+    if rank is None:
+        raise Unsupported("the input's rank is unknown, and axes are given")
+    if axes is None:
+        axes = list(range(rank))
+    axes = [positive_axis(a, rank, "axes") for a in axes]
+    if len(set(axes)) != len(axes):
+        raise Unsupported(f"axes={axes} repeats an axis")
+    if len(pads) != 2 * len(axes):
+        raise Unsupported(f"pads has {len(pads)} values; expected 2 per axis ({2 * len(axes)})")
+    begin, end = [0] * rank, [0] * rank
+    for i, a in enumerate(axes):
+        begin[a], end[a] = pads[i], pads[len(axes) + i]
+    if mode == "reflect":
+        _reflect_fits(x, begin, end)
+    value = 0
+    if mode == "constant" and n.has(2):
+        constant = n.const(2, "constant_value")
+        if constant.size > 1:
+            raise Unsupported(f"constant_value has {constant.size} values; expected one")
+        if constant.size:
+            item = constant.reshape(-1)[0]
+            value = bool(item) if constant.dtype == np.bool_ else \
+                int(item) if constant.dtype.kind in "iu" else float(item)
+    first = next((a for a in range(rank) if begin[a] or end[a]), rank)
+    if first == rank:   # nothing padded or cropped
+        n.set(0, x)
+        return
+    torch_pads = tuple(p for a in range(rank - 1, first - 1, -1) for p in (begin[a], end[a]))
+    shape = None
+    if x.shape is not None:   # what the pads make of each fixed dim (ONNX inference may not say)
+        shape = tuple(d + begin[a] + end[a] if type(d) is int else (d if not (begin[a] or end[a]) else None)
+                      for a, d in enumerate(x.shape))
+    n.emit("pad", {"x": x, "pads": torch_pads, "mode": PAD_MODES[mode], "value": value},
+           **({} if shape is None or n.out_type(0)[1] is not None else {"shape": shape}))
+
+
+def _reflect_fits(x: Val, begin: list, end: list) -> None:
+    """Unsupported where polyeng's reflect (about the input's own edge, PyTorch's) would differ from
+    ONNX's (onnxruntime crops first, then reflects the cropped part), or where a pad reaches past the
+    other end (numpy's reflect repeats the reflection; PyTorch's and polyeng's pads stay below the size)."""
+    shape = x.shape or (None,) * len(begin)
+    for a, (b, e) in enumerate(zip(begin, end)):
+        if not (b or e):
+            continue
+        size = shape[a] if type(shape[a]) is int else None
+        if size is None:
+            if (b < 0 < e) or (e < 0 < b):
+                raise Unsupported(f"reflect pads ({b}, {e}) crop one end of axis {a} and pad the other, and "
+                                  f"the axis' size is not fixed at load time")
+            continue
+        kept = size + min(b, 0) + min(e, 0)
+        if max(b, e) >= kept:
+            raise Unsupported(f"reflect pads ({b}, {e}) on axis {a} of size {size}: each pad must be less than "
+                              f"the size left after cropping ({kept}), as polyeng reflects once")
+
+
+@converter("Dropout")
+def dropout(n: OnnxNode) -> None:
+    """Inference: the output is the input (``ratio`` is ignored); the mask, if used, is all true."""
+    x = n.need(0, "data")
+    if n.has(2):
+        training = n.const(2, "training_mode")
+        if np.asarray(training).any():
+            raise Unsupported("training_mode is true; polyeng runs Dropout for inference only, as an identity")
+    n.set(0, x)
+    if n.used(1):
+        static = x.static_shape()
+        if static is None:
+            raise Unsupported("its mask output is used and the input's shape is not fixed at load time")
+        n.set_const(1, np.ones(static, np.bool_))
