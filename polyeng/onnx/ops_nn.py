@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .builder import Unsupported, Val, const
+from .ops_conv import same_pads
 from .context import OnnxNode
 from .host_ops import resize_arguments
 from .registry import converter
@@ -13,20 +14,40 @@ from .registry import converter
 GATES_FROM_ONNX = (0, 2, 3, 1)
 
 
-def _pads(n: OnnxNode, spatial: int, kernel: tuple) -> tuple:
+def _pads(n: OnnxNode, x: Val, spatial: int, kernel: tuple, strides: tuple, dilations: tuple) -> tuple:
+    """(begin, end) per spatial dim: ``pads``, or what auto_pad SAME_UPPER/SAME_LOWER/VALID says."""
     auto_pad = n.attr("auto_pad", "NOTSET")
-    if auto_pad not in ("NOTSET", "VALID"):
-        raise Unsupported(f"auto_pad={auto_pad!r} is not supported (give explicit pads)")
-    pads = [int(p) for p in (n.attr("pads") or [0] * (2 * spatial))] if auto_pad == "NOTSET" else [0] * (2 * spatial)
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        pads = same_pads(x, kernel, strides, dilations, auto_pad)
+    elif auto_pad == "VALID":
+        pads = (0,) * (2 * spatial)
+    elif auto_pad == "NOTSET":
+        pads = tuple(int(p) for p in (n.attr("pads") or [0] * (2 * spatial)))
+    else:
+        raise ValueError(f"auto_pad={auto_pad!r}: expected NOTSET, SAME_UPPER, SAME_LOWER or VALID")
     if len(pads) != 2 * spatial or any(p < 0 for p in pads):
-        raise ValueError(f"pads={pads}: expected {2 * spatial} sizes >= 0, the begin then the end of each spatial dim")
-    begin, end = tuple(pads[:spatial]), tuple(pads[spatial:])
-    if begin != end:
-        raise Unsupported(f"pads={pads} are not the same at both ends (polyeng pads symmetrically)")
-    for p, k in zip(begin, kernel):
-        if p > k // 2:
-            raise Unsupported(f"pads={pads}: a pad larger than half the kernel {list(kernel)}")
-    return begin
+        raise ValueError(f"pads={list(pads)}: expected {2 * spatial} sizes >= 0, the begin then the end of each "
+                         f"spatial dim")
+    return tuple(pads[:spatial]), tuple(pads[spatial:])
+
+
+def _symmetric(begin, end, kernel) -> bool:
+    """Whether polyeng's pooling takes the padding as it is (the same at both ends, at most half the kernel)."""
+    return begin == end and all(p <= k // 2 for p, k in zip(begin, kernel))
+
+
+def _padded(n: OnnxNode, x: Val, begin: tuple, end: tuple, value) -> Val:
+    """``x`` padded explicitly (``pad``, PyTorch's order: the last dim first) by ``value``."""
+    if bool(n.attr("ceil_mode", 0)):
+        raise Unsupported("ceil_mode=1 with pads that are not the same at both ends")
+    order = tuple(p for b, e in zip(reversed(begin), reversed(end)) for p in (b, e))
+    shape = None
+    if x.shape is not None:
+        shape = tuple(x.shape[:2]) + tuple(d + b + e if type(d) is int else None
+                                           for d, b, e in zip(x.shape[2:], begin, end))
+    (padded,) = n.b.emit("pad", {"x": x, "pads": order, "mode": "constant", "value": value},
+                         [(x.dtype, shape)], names=[f"{n.output_names[0]}.padded"])
+    return padded
 
 
 def _sizes(n: OnnxNode, name: str, spatial: int, default: int | None = None) -> tuple:
@@ -58,8 +79,12 @@ def max_pool(n: OnnxNode) -> None:
     if n.used(1):
         raise Unsupported("the Indices output is not computed")
     kernel = _sizes(n, "kernel_shape", spatial)
-    args = {"x": x, "kernel_size": kernel, "stride": _sizes(n, "strides", spatial, 1),
-            "padding": _pads(n, spatial, kernel), "dilation": _sizes(n, "dilations", spatial, 1),
+    strides, dilations = _sizes(n, "strides", spatial, 1), _sizes(n, "dilations", spatial, 1)
+    begin, end = _pads(n, x, spatial, kernel, strides, dilations)
+    if not _symmetric(begin, end, kernel):   # padded explicitly with the lowest value, which never wins
+        lowest = -np.inf if np.dtype(x.dtype).kind == "f" else np.iinfo(np.dtype(x.dtype)).min
+        x, begin = _padded(n, x, begin, end, lowest), (0,) * spatial
+    args = {"x": x, "kernel_size": kernel, "stride": strides, "padding": begin, "dilation": dilations,
             "ceil_mode": bool(n.attr("ceil_mode", 0))}
     n.emit("max_pool2d" if spatial == 2 else "max_pool3d", args)
 
@@ -70,10 +95,31 @@ def average_pool(n: OnnxNode) -> None:
     spatial = _spatial(n, x)
     n.refuse_attrs(dilations=lambda v: all(int(d) == 1 for d in v))
     kernel = _sizes(n, "kernel_shape", spatial)
-    args = {"x": x, "kernel_size": kernel, "stride": _sizes(n, "strides", spatial, 1),
-            "padding": _pads(n, spatial, kernel), "ceil_mode": bool(n.attr("ceil_mode", 0)),
-            "count_include_pad": bool(n.attr("count_include_pad", 0))}
-    n.emit("avg_pool2d" if spatial == 2 else "avg_pool3d", args)
+    strides = _sizes(n, "strides", spatial, 1)
+    begin, end = _pads(n, x, spatial, kernel, strides, (1,) * spatial)
+    include_pad = bool(n.attr("count_include_pad", 0))
+    op = "avg_pool2d" if spatial == 2 else "avg_pool3d"
+    args = {"kernel_size": kernel, "stride": strides, "ceil_mode": bool(n.attr("ceil_mode", 0))}
+    if _symmetric(begin, end, kernel):
+        n.emit(op, {"x": x, "padding": begin, "count_include_pad": include_pad, **args})
+        return
+    # zeros padded explicitly and counted; without count_include_pad each window's mean is then
+    # rescaled by kernel size / its in-bounds taps, a constant of the spatial sizes
+    padded = _padded(n, x, begin, end, 0.0)
+    if include_pad:
+        n.emit(op, {"x": padded, "padding": (0,) * spatial, "count_include_pad": True, **args})
+        return
+    sizes = None if x.shape is None else x.shape[2:]
+    if sizes is None or any(type(d) is not int for d in sizes):
+        raise Unsupported("pads that differ at the two ends on spatial sizes not fixed at load time")
+    ones = np.pad(np.ones((1, 1) + tuple(sizes), np.float64), [(0, 0), (0, 0)] + list(zip(begin, end)))
+    from ..engine.settings import compute_eng
+    from ..ops import pooling
+    with compute_eng("basic"):
+        share = getattr(pooling, op)(ones, kernel, stride=strides, padding=0, count_include_pad=True)
+    (mean,) = n.b.emit(op, {"x": padded, "padding": (0,) * spatial, "count_include_pad": True, **args},
+                       [n.out_type()], names=[f"{n.output_names[0]}.with_pads"])
+    n.emit("div", {"a": mean, "b": const(share.astype(np.dtype(x.dtype)), name=f"{n.name}.in_bounds_share")})
 
 
 # One converter for every opset: scales and sizes are inputs throughout, and what opsets 18 and 19
