@@ -62,7 +62,7 @@ def test_explain_parses_lists_scalars_and_huge_shapes(capsys):
 @pytest.mark.parametrize("argv,message", [
     (["explain", "softmax", "2x3:f8"], "dtype='f8'"),
     (["explain", "concat", "[2x3,3x4]", "axis=1"], "sizes must match"),
-    (["explain", "conv2d", "2x3"], "not a polyeng op"),
+    (["explain", "conv3d", "2x3"], "not a polyeng op"),
     (["explain", "softmax", "2x3", "--engine", "cuda"], "not a registered engine"),
     (["explain", "softmax", "2x-3:f32"], "'2x-3:f32' is not a tensor: expected SHAPE:DTYPE"),
     (["explain", "softmax", "2.5x3"], "'2.5x3' is not a tensor"),
@@ -369,7 +369,7 @@ def test_warmup_builds_opencl_programs(capsys):
 
 @pytest.mark.parametrize("argv,message", [
     (["--engines", "cuda"], "not a registered engine"),
-    (["--ops", "conv2d"], "conv2d is not an op"),
+    (["--ops", "conv3d"], "conv3d is not an op"),
     (["--dtype", "f8"], "'f8' is not a supported dtype"),
 ])
 def test_warmup_bad_options_are_one_line_errors(argv, message, capsys):

@@ -241,8 +241,8 @@ def test_rule_decorator_and_errors():
             assert polyeng.explain("gelu", A).compute_type == "f16"
     finally:
         unregister_mixed_precision_conversion("gelu", 11)
-    with pytest.raises(ValueError, match="op_name='conv2d' is not a polyeng op"):
-        register_mixed_precision_conversion("conv2d", allow_rule)
+    with pytest.raises(ValueError, match="op_name='conv3d' is not a polyeng op"):
+        register_mixed_precision_conversion("conv3d", allow_rule)
     with pytest.raises(TypeError, match="level='high'"):
         register_mixed_precision_conversion("gelu", allow_rule, level="high")
     with pytest.raises(ValueError, match="no user rule"):

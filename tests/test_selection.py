@@ -165,7 +165,7 @@ def test_explain_table_and_record():
     text = str(decision)
     assert "softmax" in text and "step=recommend" in text and "basic" in text and "chosen" in text
     with pytest.raises(ValueError, match="not a polyeng op"):
-        polyeng.explain("conv2d", X)
+        polyeng.explain("conv3d", X)
     with pytest.raises(TypeError, match="explain"):
         polyeng.explain("softmax", X, bogus=1)
 
