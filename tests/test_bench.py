@@ -118,7 +118,7 @@ def test_plot_is_written(backends, tmp_path):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--cases", "conv2d"], "matches no case"),
+    (["--cases", "conv3d"], "matches no case"),
     (["--engines", "cuda"], "not a registered engine"),
     (["--dtype", "s8"], "needs a float dtype"),
     (["--dtype", "f8"], "'f8' is not a supported dtype"),
@@ -283,7 +283,7 @@ def test_models_chart_is_written(tmp_path):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--cases", "resnet"], "matches no bundled model file"),
+    (["--cases", "densenet"], "matches no model file"),
     (["--scale", "0.5"], "--scale, --engines and --dtype choose the op workload"),
     (["--repeat", "0"], "expected positive numbers"),
 ])

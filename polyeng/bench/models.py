@@ -30,7 +30,11 @@ from .runtimes import (as_list, installed_version, load_graph, load_torch, onnxr
                        thread_settings)
 
 EXPORTS = ("opset17", "dynamo")
-SIZES = {"lstm_lm": {"seq": 64, "batch": 8}, "encoder": {"batch": 8, "seq": 64}, "unet": {"batch": 8}}
+SIZES = {"lstm_lm": {"seq": 64, "batch": 8}, "encoder": {"batch": 8, "seq": 64}, "unet": {"batch": 8},
+         **{name: {"batch": 8} for name in ("resnet", "mobilenetv3", "efficientnet", "squeezenet", "vit")}}
+# the vision models (polyeng.models.vision_zoo) are exported here, with torch and timm, into the
+# user's cache folder: not bundled, as their weights would add megabytes to every install
+VISION_EXPORTERS = ("torchscript", "dynamo")
 REFERENCE = "onnxruntime"
 RUNNERS = ("polyeng", "polyeng numba", "polyeng bf16", REFERENCE, "torch")
 PRECISION = {"polyeng bf16": "bf16"}   # the tolerance each runner's results are held to (else f32)
@@ -41,20 +45,29 @@ def _error_text(exc: Exception) -> str:
 
 
 def model_files(cases: str | None) -> list[dict]:
-    """The catalogue entries to time: both exports of every model, or those whose file name
-    contains one of the comma-separated ``cases``."""
+    """The entries to time: both exports of every bundled model and of every vision model, or those
+    whose file name contains one of the comma-separated ``cases``."""
+    from ..models import vision_zoo
     wanted = [e for e in models.entries() if any(e["file"] == f"{e['model']}_{x}.onnx" for x in EXPORTS)]
+    wanted += [{"file": f"{name}_{exporter}.onnx", "model": name, "exporter": exporter,
+                "opset": 17 if exporter == "torchscript" else "dynamo's", "vision": True}
+               for name in vision_zoo.NAMES for exporter in VISION_EXPORTERS]
     if cases:
+        every = wanted
         wanted = [e for e in wanted if any(s.strip() in e["file"] for s in cases.split(",") if s.strip())]
         if not wanted:
-            names = ", ".join(e["file"] for e in models.entries())
-            raise BenchError(f"--cases {cases!r} matches no bundled model file; files: {names}")
+            names = ", ".join(e["file"] for e in every)
+            raise BenchError(f"--cases {cases!r} matches no model file; files: {names}")
     return wanted
 
 
 def _runners(entry: dict, threads: int, torch, torch_models: dict):
     """(name -> no-argument callable returning a list of numpy arrays, name -> error, inputs)."""
-    path = str(models.path(entry["file"]))
+    if entry.get("vision"):
+        from ..models import vision_zoo
+        path = str(vision_zoo.cached_export(entry["model"], entry["exporter"]))
+    else:
+        path = str(models.path(entry["file"]))
     graph = load_graph(path)
     inputs = model_inputs(graph, {}, SIZES[entry["model"]])
     arrays, runners, errors = inputs.arrays, {}, {}
@@ -78,7 +91,10 @@ def _runners(entry: dict, threads: int, torch, torch_models: dict):
     if torch is not None:
         try:
             if entry["model"] not in torch_models:
-                from ..models.torch_zoo import build
+                if entry.get("vision"):
+                    from ..models.vision_zoo import build
+                else:
+                    from ..models.torch_zoo import build
                 torch_models[entry["model"]] = build(entry["model"])
             module, tensors = torch_models[entry["model"]], [torch.from_numpy(a) for a in arrays]
 
@@ -94,7 +110,12 @@ def _runners(entry: dict, threads: int, torch, torch_models: dict):
 
 def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict:
     """One file: each runner's warm-up (and its result checked), then ``repeat`` interleaved rounds."""
-    runners, errors, inputs = _runners(entry, threads, torch, torch_models)
+    try:
+        runners, errors, inputs = _runners(entry, threads, torch, torch_models)
+    except ImportError as exc:   # a vision model without torch or timm to export it
+        return {"file": entry["file"], "model": entry["model"], "exporter": entry["exporter"],
+                "opset": entry["opset"], "inputs": {}, "runners": {},
+                "errors": {name: _error_text(exc) for name in RUNNERS}}
     results, outputs = {}, {}
     for name, call in list(runners.items()):
         start = time.perf_counter()

@@ -52,6 +52,19 @@ def _torch_lstm(torch, F, args, kwargs):
     return call
 
 
+def _conv(x_shape, w_shape, **kwargs):
+    """A conv2d case of ResNet's or MobileNet's layers: the batch (first of ``x_shape``) scaled."""
+    def make(r, d, s):
+        x = _t(r, d, _batch(x_shape[0], s), *x_shape[1:])
+        w = (_t(r, d, *w_shape) * (2.0 / np.prod(w_shape[1:])) ** 0.5).astype(d)
+        return (x, w), kwargs
+    return make
+
+
+def _torch_conv(t, F, a, k):
+    return lambda: F.conv2d(*a, **k)
+
+
 def _torch_pool(name):
     return lambda t, F, a, k: lambda: getattr(F, name)(*a, **k)
 
@@ -70,6 +83,12 @@ CASES = [
                                                       {"stride": 2, "padding": 1}), _torch_pool("max_pool2d")),
     Case("max_pool3d", "max_pool3d", lambda r, d, s: ((_t(r, d, _batch(4, s), 32, 16, 56, 56), 3),
                                                       {"stride": 2, "padding": 1}), _torch_pool("max_pool3d")),
+    Case("conv2d 3x3 b1", "conv2d", _conv((1, 64, 56, 56), (64, 64, 3, 3), padding=1), _torch_conv),
+    Case("conv2d 3x3 b8", "conv2d", _conv((8, 64, 56, 56), (64, 64, 3, 3), padding=1), _torch_conv),
+    Case("conv2d 1x1 b1", "conv2d", _conv((1, 64, 56, 56), (256, 64, 1, 1)), _torch_conv),
+    Case("conv2d 1x1 b8", "conv2d", _conv((8, 64, 56, 56), (256, 64, 1, 1)), _torch_conv),
+    Case("conv2d depthwise b1", "conv2d", _conv((1, 96, 56, 56), (96, 1, 3, 3), padding=1, groups=96), _torch_conv),
+    Case("conv2d depthwise b8", "conv2d", _conv((8, 96, 56, 56), (96, 1, 3, 3), padding=1, groups=96), _torch_conv),
     Case("layer_norm", "layer_norm", lambda r, d, s: ((_t(r, d, _batch(32, s), 512, 768), 768),
                                                       {"weight": _t(r, d, 768), "bias": _t(r, d, 768)}),
          lambda t, F, a, k: lambda: F.layer_norm(a[0], (a[1],), k["weight"], k["bias"])),
