@@ -209,6 +209,20 @@ CASES = {
     "LSTM going sideways": (
         lambda: lstm_model({"hidden_size": 3, "direction": "sideways"}),
         r"LSTM 'lstm': direction='sideways'"),
+    "a Transpose perm of the wrong length": (
+        lambda: model([helper.make_node("Transpose", ["x"], ["y"], name="tr", perm=[0, 1, 2])], inputs=(("x", [2, 3]),)),
+        r"Transpose 'tr': perm=\[0, 1, 2\] is not a permutation of the input's 2 axes"),
+    "a Transpose perm repeating an axis": (
+        lambda: model([helper.make_node("Transpose", ["x"], ["y"], name="tr", perm=[0, 0])], inputs=(("x", ["n", 3]),)),
+        r"Transpose 'tr': perm=\[0, 0\] is not a permutation"),
+    "a Reshape to -2": (
+        lambda: model([helper.make_node("Reshape", ["c", "s"], ["y"], name="reshape")], inputs=(),
+                      inits=[numpy_helper.from_array(np.ones(6, np.float32), "c"), ints("s", [-2, 3])]),
+        r"Reshape 'reshape': shape=\[-2, 3\]: each size is >= 0, or -1 once"),
+    "an Unsqueeze axis out of range": (
+        lambda: model([helper.make_node("Unsqueeze", ["c", "a"], ["y"], name="unsqueeze")], inputs=(),
+                      inits=[numpy_helper.from_array(np.ones(6, np.float32), "c"), ints("a", [9])]),
+        r"Unsqueeze 'unsqueeze': axes=\[9\]: expected distinct axes in \[-2, 2\)"),
     "an IR version from the future": (
         lambda: future_ir(),
         r"ir_version 99 is newer than the installed onnx package reads"),

@@ -339,6 +339,8 @@ def transpose(n: OnnxNode) -> None:
             raise Unsupported("no perm and the input's rank is unknown")
         perm = list(range(x.rank - 1, -1, -1))
     perm = tuple(int(p) for p in perm)
+    if x.rank is not None and sorted(perm) != list(range(x.rank)):
+        raise ValueError(f"perm={list(perm)} is not a permutation of the input's {x.rank} axes")
     if perm == tuple(range(len(perm))):
         n.set(0, x)
         return

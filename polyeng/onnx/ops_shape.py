@@ -138,6 +138,12 @@ def unsqueeze(n: OnnxNode) -> None:
     axes = _axes_input(n)
     if axes is None:
         raise Unsupported("no axes")
+    if x.rank is not None:
+        rank = x.rank + len(axes)
+        normal = [a + rank if a < 0 else a for a in axes]
+        if any(not 0 <= a < rank for a in normal) or len(set(normal)) != len(normal):
+            raise ValueError(f"axes={list(axes)}: expected distinct axes in [-{rank}, {rank}) for the "
+                             f"{rank}-D result")
     static = x.static_shape()
     if x.kind == "data" and static is not None:
         have = list(static)
@@ -181,6 +187,8 @@ def reshape(n: OnnxNode) -> None:
     allowzero = int(n.attr("allowzero", 0))
     if target.is_const:
         wanted = [int(d) for d in target.array.reshape(-1)]
+        if any(d < -1 for d in wanted) or wanted.count(-1) > 1:
+            raise ValueError(f"shape={wanted}: each size is >= 0, or -1 once (inferred)")
         if not allowzero and x.shape is not None:
             for i, d in enumerate(wanted):
                 if d == 0 and i < len(x.shape) and type(x.shape[i]) is int:
