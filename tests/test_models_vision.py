@@ -15,7 +15,6 @@ import polyeng.amp
 import polyeng.onnx
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("timm")
 pytest.importorskip("onnxscript")   # the dynamo exporter's
 ort = pytest.importorskip("onnxruntime")
 

@@ -32,7 +32,7 @@ from .runtimes import (as_list, installed_version, load_graph, load_torch, onnxr
 EXPORTS = ("opset17", "dynamo")
 SIZES = {"lstm_lm": {"seq": 64, "batch": 8}, "encoder": {"batch": 8, "seq": 64}, "unet": {"batch": 8},
          **{name: {"batch": 8} for name in ("resnet", "mobilenetv3", "efficientnet", "squeezenet", "vit")}}
-# the vision models (polyeng.models.vision_zoo) are exported here, with torch and timm, into the
+# the vision models (polyeng.models.vision_zoo) are exported here, with torch, into the
 # user's cache folder: not bundled, as their weights would add megabytes to every install
 VISION_EXPORTERS = ("torchscript", "dynamo")
 REFERENCE = "onnxruntime"
@@ -112,7 +112,7 @@ def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict
     """One file: each runner's warm-up (and its result checked), then ``repeat`` interleaved rounds."""
     try:
         runners, errors, inputs = _runners(entry, threads, torch, torch_models)
-    except ImportError as exc:   # a vision model without torch or timm to export it
+    except ImportError as exc:   # a vision model without torch to export it
         return {"file": entry["file"], "model": entry["model"], "exporter": entry["exporter"],
                 "opset": entry["opset"], "inputs": {}, "runners": {},
                 "errors": {name: _error_text(exc) for name in RUNNERS}}

@@ -1,16 +1,18 @@
 """Small vision models of the common architectures, with random weights, for the model tests and
-``polyeng bench --models``: built in PyTorch (timm's constructors where timm has a small one; the
-torchvision wheel on CPU-only machines does not import beside the CPU torch, so the ResNet and
-SqueezeNet blocks are written here, as torchvision writes them) and exported to ONNX with either
-of PyTorch's exporters.
+``polyeng bench --models``: built in PyTorch and exported to ONNX with either of PyTorch's
+exporters.
 
 - ``resnet``: a stem (7x7 conv, batch norm, max pool) and two basic blocks, one downsampling;
-- ``mobilenetv3``: timm's ``mobilenetv3_small_050`` (inverted residuals, squeeze-excite, hardswish);
-- ``efficientnet``: timm's ``tinynet_e``, EfficientNet's MBConv blocks (SiLU, squeeze-excite);
+- ``mobilenetv3``: MobileNetV3-Small's blocks (inverted residuals with depthwise convolutions,
+  squeeze-excite gated by hardsigmoid, hardswish and ReLU), narrower and shorter;
+- ``efficientnet``: EfficientNet's MBConv blocks (SiLU, squeeze-excite gated by sigmoid);
 - ``squeezenet``: SqueezeNet 1.1's stem, fire modules and classifier, narrower;
-- ``vit``: timm's ViT (patch embedding, class token, two encoder blocks) at 32x32 pixels.
+- ``vit``: a ViT (patch embedding, class token, position embedding, two pre-norm encoder blocks
+  with a fused QKV projection, GELU MLPs) at 32x32 pixels.
 
-torch and timm are imported on first use; polyeng does not depend on them.
+Every block is written as torchvision and timm write it; neither is needed (timm imports
+torchvision, whose wheel on CPU-only machines does not import beside the CPU torch). torch is
+imported on first use; polyeng does not depend on it.
 """
 from __future__ import annotations
 
@@ -66,7 +68,7 @@ def export(name: str, path, exporter: str) -> None:
 def cached_export(name: str, exporter: str, folder=None):
     """The path of ``export(name, ..., exporter)``'s file in ``folder`` (default: ``polyeng`` under
     the user's cache folder, ``XDG_CACHE_HOME`` or ``~/.cache``), exporting it when it is not there.
-    The file name carries a digest of this module's source and of the torch, timm and onnx
+    The file name carries a digest of this module's source and of the torch and onnx
     versions, so a changed builder or a new torch makes a new file; it is written under a
     temporary name and renamed, so processes side by side never read half a file."""
     import hashlib
@@ -81,7 +83,7 @@ def cached_export(name: str, exporter: str, folder=None):
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     parts = [inspect.getsource(sys.modules[__name__])]
-    for module in ("torch", "timm", "onnx"):
+    for module in ("torch", "onnx"):
         try:
             parts.append(f"{module} {importlib.import_module(module).__version__}")
         except ImportError:
@@ -104,7 +106,7 @@ def _import(module: str):
     try:
         return __import__(module)
     except ImportError:
-        raise ImportError(f"the vision models need {module}: pip install torch timm") from None
+        raise ImportError(f"the vision models need {module}: pip install torch") from None
 
 
 @functools.cache
@@ -163,10 +165,113 @@ def _constructors() -> dict:
         def forward(self, x):
             return torch.flatten(self.classifier(self.features(x)), 1)
 
-    def timm_model(name, **kwargs):
-        return lambda: _import("timm").create_model(name, pretrained=False, num_classes=CLASSES, **kwargs)
+    def conv_bn(cin, cout, k, stride=1, groups=1, act=None):
+        layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
+        return nn.Sequential(*layers, *([act()] if act else []))
 
-    return {"resnet": ResNet, "squeezenet": SqueezeNet,
-            "mobilenetv3": timm_model("mobilenetv3_small_050"),
-            "efficientnet": timm_model("tinynet_e"),
-            "vit": timm_model("vit_tiny_patch16_224", img_size=32, patch_size=8, depth=2, embed_dim=32, num_heads=2)}
+    class SqueezeExcite(nn.Module):
+        def __init__(self, channels, squeezed, gate, act=nn.ReLU):
+            super().__init__()
+            self.reduce = nn.Conv2d(channels, squeezed, 1)
+            self.act = act()
+            self.expand = nn.Conv2d(squeezed, channels, 1)
+            self.gate = gate()
+
+        def forward(self, x):
+            s = self.act(self.reduce(x.mean((2, 3), keepdim=True)))
+            return x * self.gate(self.expand(s))
+
+    class InvertedResidual(nn.Module):
+        """MobileNetV3's and EfficientNet's block: expand 1x1, depthwise kxk, squeeze-excite, project 1x1."""
+
+        def __init__(self, cin, mid, cout, k, stride, act, se_gate, se_act=nn.ReLU):
+            super().__init__()
+            self.expand = conv_bn(cin, mid, 1, act=act) if mid != cin else nn.Identity()
+            self.depthwise = conv_bn(mid, mid, k, stride, groups=mid, act=act)
+            self.se = SqueezeExcite(mid, max(8, mid // 4), se_gate, se_act) if se_gate else nn.Identity()
+            self.project = conv_bn(mid, cout, 1)
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x):
+            y = self.project(self.se(self.depthwise(self.expand(x))))
+            return x + y if self.residual else y
+
+    class MobileNetV3(nn.Module):
+        def __init__(self):
+            super().__init__()
+            hs, re = nn.Hardswish, nn.ReLU
+            self.stem = conv_bn(3, 16, 3, 2, act=hs)
+            self.blocks = nn.Sequential(
+                InvertedResidual(16, 16, 16, 3, 2, re, nn.Hardsigmoid),
+                InvertedResidual(16, 72, 24, 3, 2, re, None),
+                InvertedResidual(24, 88, 24, 3, 1, re, None),
+                InvertedResidual(24, 96, 40, 5, 2, hs, nn.Hardsigmoid),
+                InvertedResidual(40, 240, 40, 5, 1, hs, nn.Hardsigmoid))
+            self.head = conv_bn(40, 144, 1, act=hs)
+            self.classifier = nn.Sequential(nn.Linear(144, 256), nn.Hardswish(), nn.Dropout(0.2),
+                                            nn.Linear(256, CLASSES))
+
+        def forward(self, x):
+            y = self.head(self.blocks(self.stem(x))).mean((2, 3))
+            return self.classifier(y)
+
+    class EfficientNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            silu = nn.SiLU
+            self.stem = conv_bn(3, 16, 3, 2, act=silu)
+            self.blocks = nn.Sequential(
+                InvertedResidual(16, 16, 8, 3, 1, silu, nn.Sigmoid, silu),
+                InvertedResidual(8, 48, 16, 3, 2, silu, nn.Sigmoid, silu),
+                InvertedResidual(16, 96, 16, 3, 1, silu, nn.Sigmoid, silu),
+                InvertedResidual(16, 96, 24, 5, 2, silu, nn.Sigmoid, silu),
+                InvertedResidual(24, 144, 24, 5, 1, silu, nn.Sigmoid, silu))
+            self.head = conv_bn(24, 128, 1, act=silu)
+            self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(128, CLASSES))
+
+        def forward(self, x):
+            return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(
+                self.head(self.blocks(self.stem(x))), 1), 1))
+
+    class Attention(nn.Module):
+        def __init__(self, dim, heads):
+            super().__init__()
+            self.heads, self.scale = heads, (dim // heads) ** -0.5
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.proj = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            b, n, c = x.shape
+            qkv = self.qkv(x).reshape(b, n, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+            attention = (q @ k.transpose(-2, -1) * self.scale).softmax(dim=-1)
+            return self.proj((attention @ v).transpose(1, 2).reshape(b, n, c))
+
+    class EncoderBlock(nn.Module):
+        def __init__(self, dim, heads):
+            super().__init__()
+            self.norm1, self.attn = nn.LayerNorm(dim, eps=1e-6), Attention(dim, heads)
+            self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+            self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+        def forward(self, x):
+            x = x + self.attn(self.norm1(x))
+            return x + self.mlp(self.norm2(x))
+
+    class ViT(nn.Module):
+        def __init__(self, size=32, patch=8, dim=32, heads=2, depth=2):
+            super().__init__()
+            self.patch_embed = nn.Conv2d(3, dim, patch, patch)
+            self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+            self.pos_embed = nn.Parameter(torch.randn(1, (size // patch) ** 2 + 1, dim) * 0.02)
+            self.blocks = nn.Sequential(*[EncoderBlock(dim, heads) for _ in range(depth)])
+            self.norm = nn.LayerNorm(dim, eps=1e-6)
+            self.head = nn.Linear(dim, CLASSES)
+
+        def forward(self, x):
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+            return self.head(self.norm(self.blocks(x))[:, 0])
+
+    return {"resnet": ResNet, "squeezenet": SqueezeNet, "mobilenetv3": MobileNetV3, "efficientnet": EfficientNet,
+            "vit": ViT}
