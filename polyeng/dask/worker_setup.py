@@ -1,12 +1,22 @@
 """Loaded by each worker process of ``cluster.local_cluster`` as it starts (distributed's
 ``preload``): Ctrl-C in a terminal reaches every process of its group, and the workers must not
 answer it with a traceback each. The process that started them catches it and closes the
-cluster, whose nannies stop the workers."""
+cluster, whose nannies stop the workers. The warning a worker logs for each task the closing
+cut short ("Async instruction ... ended with CancelledError") is dropped too: it reports the
+interrupt again, once per task."""
+import logging
 import signal
 import threading
 
 if threading.current_thread() is threading.main_thread():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _not_a_cut_short_task(record) -> bool:
+    return "ended with CancelledError" not in record.getMessage()
+
+
+logging.getLogger("distributed.worker.state_machine").addFilter(_not_a_cut_short_task)
 
 
 def dask_setup(worker) -> None:   # the hook distributed calls; the import above did the work
