@@ -20,9 +20,9 @@ def conv(p, x, weight, bias):
         out = np.empty((g.batch, g.out_channels) + g.out, x.dtype)
         if out.size:
             cols = np.empty((g.channels * g.kernel[0] * g.kernel[1], g.out[0] * g.out[1]), x.dtype)
-            padded = _padded(g, x)
+            padded = padded_input(g, x)
             for n in range(g.batch):
-                _im2col(g, padded[n], cols)
+                im2col(g, padded[n], cols)
                 grouped_product(g, weight, cols, out[n])
     if bias is not None:
         out += bias.astype(x.dtype, copy=False)[:, None, None]
@@ -48,7 +48,7 @@ def grouped_product(g, weight, cols, out) -> None:
             np.matmul(w[group], cols[group * k:(group + 1) * k], out=flat[group])
 
 
-def _padded(g, x) -> np.ndarray:
+def padded_input(g, x) -> np.ndarray:
     top, bottom, left, right = g.padding
     if not any(g.padding):
         return x
@@ -61,7 +61,7 @@ def _tap(g, padded, i: int, j: int) -> np.ndarray:
     return padded[..., i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
 
 
-def _im2col(g, image, cols) -> None:
+def im2col(g, image, cols) -> None:
     """The windows of one padded image (C, Hp, Wp) as columns: row (c, i, j), column (oy, ox)."""
     kh, kw = g.kernel
     view = cols.reshape((g.channels, kh, kw) + g.out)
@@ -72,7 +72,7 @@ def _im2col(g, image, cols) -> None:
 
 def _depthwise(g, x, weight) -> np.ndarray:
     """One input channel per group: each output channel o sums its channel's taps times its weights."""
-    padded = _padded(g, x)
+    padded = padded_input(g, x)
     if g.group_out > 1:   # channel o reads input channel o // group_out
         padded = np.repeat(padded, g.group_out, axis=1)
     out = np.zeros((g.batch, g.out_channels) + g.out, x.dtype)
