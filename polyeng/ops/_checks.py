@@ -2,6 +2,8 @@
 what was expected, and is raised before any engine is chosen."""
 from __future__ import annotations
 
+import math
+import numbers
 import operator
 
 import numpy as np
@@ -171,6 +173,20 @@ def int_tuple(value, n: int, name: str, *, minimum=None, maximum=None) -> tuple:
             raise ValueError(f"{name}={value!r}: every value must be <= {maximum}")
         out.append(number)
     return tuple(out)
+
+
+def eps(value, name: str = "eps") -> float:
+    """A finite real number >= 0 (a normalization's epsilon) as a float; TypeError for bools and
+    non-numbers, ValueError for NaN, inf, negatives and ints past float's range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}={value!r}: expected a real number")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:   # an int past float's range (10 ** 400)
+        finite = False
+    if not finite or value < 0:
+        raise ValueError(f"{name}={value!r}: expected a finite real number >= 0")
+    return float(value)
 
 
 def flag(value, name: str) -> bool:

@@ -8,9 +8,6 @@ Every engine computes the same per-channel ``scale = weight / sqrt(running_var +
 """
 from __future__ import annotations
 
-import math
-import numbers
-
 import numpy as np
 
 from ..engine.mixed_precision import Category
@@ -63,15 +60,8 @@ def _validate(x, running_mean, running_var, weight, bias, eps):
             raise ValueError(f"{name} has shape {check.shape_str(value.shape)}; expected ({channels},), one value "
                              f"per channel of x {check.shape_str(x.shape)}")
         found[name] = value
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-        raise TypeError(f"eps={eps!r}: expected a real number")
-    try:
-        finite = math.isfinite(eps)
-    except OverflowError:
-        finite = False
-    if not finite or eps < 0:
-        raise ValueError(f"eps={eps!r}: expected a finite real number >= 0")
-    return {"x": x, **found, "eps": float(eps)}
+    eps = check.eps(eps)
+    return {"x": x, **found, "eps": eps}
 
 
 SPEC = OpSpec(

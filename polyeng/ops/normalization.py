@@ -1,6 +1,4 @@
 """layer_norm: normalise over the trailing ``normalized_shape`` axes (torch.nn.functional.layer_norm)."""
-import math
-import numbers
 
 import numpy as np
 
@@ -40,16 +38,9 @@ def _validate(x, normalized_shape, weight, bias, eps):
                 raise ValueError(f"{name} has shape {check.shape_str(value.shape)}; expected normalized_shape {shape}")
             check.same_or_f32(value, x.dtype, name)
         params[name] = value
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real):
-        raise TypeError(f"eps={eps!r}: expected a real number")
-    try:
-        finite = math.isfinite(eps)
-    except OverflowError:   # an int past float's range (10 ** 400)
-        finite = False
-    if not finite or eps < 0:
-        raise ValueError(f"eps={eps!r}: expected a finite real number >= 0")
+    eps = check.eps(eps)
     return {"x": x, "normalized_shape": shape, "weight": params["weight"], "bias": params["bias"],
-            "eps": float(eps)}
+            "eps": eps}
 
 
 SPEC = OpSpec(
