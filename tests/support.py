@@ -182,6 +182,22 @@ def assert_same_bits(engine, op, *args, **kwargs):
     assert actual.tobytes() == np.ascontiguousarray(expected).tobytes()
 
 
+BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}   # an unsigned type of each item size
+
+
+def bits(a):
+    """The stored bit patterns: NaN payloads and the sign of zero compare too."""
+    a = np.ascontiguousarray(a)
+    return a.view(BITS[a.dtype.itemsize])
+
+
+def assert_identical(actual, expected):
+    """``actual`` is a numpy array of ``expected``'s dtype and shape, with the same bits."""
+    assert type(actual) is np.ndarray
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape, (actual.dtype, actual.shape)
+    np.testing.assert_array_equal(bits(actual), bits(expected))
+
+
 def assert_close_tree(expected, actual, **tol):
     """``actual`` (device tensors brought back) within ``tol`` of ``expected``, nested lists and tuples
     alike; integer and bool results equal."""

@@ -9,13 +9,12 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
-from support import assert_same_bits, run_on
+from support import BITS, assert_identical, assert_same_bits, run_on
 from support import random_values as values
 
 MODES = ["constant", "reflect", "replicate"]
 DTYPES = [np.float16, dt.bfloat16, np.float32, np.float64, np.int8, np.uint8, np.int32, np.int64, np.bool_]
 DTYPE_IDS = [np.dtype(d).name for d in DTYPES]
-BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 pytestmark = pytest.mark.uses_ops("pad")
 
 
@@ -42,17 +41,6 @@ def random_pads(rng, shape, k, mode):
                 before, after = abs(before), abs(after)
         pads += [before, after]
     return tuple(pads)
-
-
-def bits(a):
-    a = np.ascontiguousarray(a)
-    return a.view(BITS[a.dtype.itemsize])
-
-
-def assert_identical(actual, expected):
-    assert type(actual) is np.ndarray
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape, (actual.dtype, actual.shape)
-    np.testing.assert_array_equal(bits(actual), bits(expected))
 
 
 # -- known values on BASIC -------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from support import assert_identical, bits
 
 OPS = {"abs": np.abs, "neg": np.negative}
 ENGINES = [pytest.param(e.name, marks=() if e.available else
@@ -13,24 +14,11 @@ ENGINES = [pytest.param(e.name, marks=() if e.available else
            for e in polyeng.engines() if {"abs", "neg"} <= set(e.ops)]
 FLOATS = [np.float16, dt.bfloat16, np.float32, np.float64]
 INTEGERS = [np.int8, np.uint8, np.int32, np.int64]
-BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def run(op, engine, x):
     with polyeng.compute_eng(engine, fallback=False):
         return getattr(polyeng, op)(x)
-
-
-def bits(a):
-    """The stored bit patterns: NaN payloads and the sign of zero compare too."""
-    a = np.ascontiguousarray(a)
-    return a.view(BITS[a.dtype.itemsize])
-
-
-def assert_identical(actual, expected):
-    assert type(actual) is np.ndarray
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape, (actual.dtype, actual.shape)
-    np.testing.assert_array_equal(bits(actual), bits(expected))
 
 
 def special_values(dtype):
