@@ -48,6 +48,22 @@ class OnnxNode:
     def attr(self, name: str, default=None):
         return self.attrs.get(name, default)
 
+    def sizes(self, name: str, count: int, default: int | None = None, minimum: int = 1) -> tuple:
+        """An ints attribute of ``count`` values >= ``minimum`` (one per spatial dim: ``kernel_shape``,
+        ``strides``, ``dilations``; ``pads`` has two); ``default`` each when it is absent, and a
+        required attribute when ``default`` is None."""
+        value = self.attr(name)
+        if value is None:
+            if default is None:
+                raise ValueError(f"required attribute {name!r} is missing")
+            return (default,) * count
+        sizes = tuple(int(v) for v in value)
+        if len(sizes) != count:
+            raise ValueError(f"{name}={list(sizes)}: expected {count} sizes, one per spatial dim")
+        if any(v < minimum for v in sizes):
+            raise ValueError(f"{name}={list(sizes)}: each size must be >= {minimum}")
+        return sizes
+
     # --- outputs ---------------------------------------------------------------------------------
     def used(self, i: int) -> bool:
         return i < len(self.output_names) and self.output_names[i] != ""

@@ -53,7 +53,7 @@ class FusionGraph:
         if val is not None and val.is_const:
             array = val.array
         elif name in self.producer and self.nodes[self.producer[name]].op_type == "Constant":
-            attrs = _attributes(self.nodes[self.producer[name]])
+            attrs = node_attributes(self.nodes[self.producer[name]])
             for key in ("value", "value_float", "value_int"):
                 if key in attrs:
                     array = np.asarray(attrs[key])
@@ -68,7 +68,7 @@ class FusionGraph:
             return val.array
         i = self.producer.get(name)
         if i is not None and self.nodes[i].op_type == "Constant":
-            value = _attributes(self.nodes[i]).get("value")
+            value = node_attributes(self.nodes[i]).get("value")
             return None if value is None else np.asarray(value)
         return None
 
@@ -107,7 +107,7 @@ class FusionGraph:
 
     def mean_axes(self, node, opset: int):
         """A keepdims ReduceMean's axes (attribute before opset 18, constant input from 18), else None."""
-        attrs = _attributes(node)
+        attrs = node_attributes(node)
         if int(attrs.get("keepdims", 1)) != 1:
             return None
         if opset >= 18:
@@ -117,5 +117,6 @@ class FusionGraph:
         return None if axes is None else tuple(int(a) for a in axes)
 
 
-def _attributes(node) -> dict:
+def node_attributes(node) -> dict:
+    """A node's attributes as Python values, errors naming the node (``model.attributes``)."""
     return attributes(node, f"{node.op_type} {node.name!r}")

@@ -18,20 +18,8 @@ import numpy as np
 
 from .builder import Unsupported, const
 from .context import OnnxNode
-from .fusion_graph import FusionGraph
+from .fusion_graph import FusionGraph, node_attributes
 from .registry import converter, pattern
-
-
-def _ints(n: OnnxNode, name: str, count: int, default: int, minimum: int) -> tuple:
-    value = n.attr(name)
-    if value is None:
-        return (default,) * count
-    values = tuple(int(v) for v in value)
-    if len(values) != count:
-        raise ValueError(f"{name}={list(values)}: expected {count} values, one per spatial dim")
-    if any(v < minimum for v in values):
-        raise ValueError(f"{name}={list(values)}: each must be >= {minimum}")
-    return values
 
 
 def conv_arguments(n: OnnxNode) -> dict:
@@ -44,27 +32,35 @@ def conv_arguments(n: OnnxNode) -> dict:
     spatial = w.rank - 2
     kernel = tuple(w.shape[2:]) if w.shape is not None else None
     if n.attr("kernel_shape") is not None:
-        given = _ints(n, "kernel_shape", spatial, 1, 1)
+        given = n.sizes("kernel_shape", spatial, 1)
         if kernel is not None and all(type(k) is int for k in kernel) and given != kernel:
             raise ValueError(f"kernel_shape={list(given)} does not match W's shape {list(w.shape)}")
         kernel = given
-    strides = _ints(n, "strides", spatial, 1, 1)
-    dilations = _ints(n, "dilations", spatial, 1, 1)
+    strides = n.sizes("strides", spatial, 1)
+    dilations = n.sizes("dilations", spatial, 1)
     group = int(n.attr("group", 1))
     if group < 1:
         raise ValueError(f"group={group}: expected >= 1")
-    auto_pad = n.attr("auto_pad", "NOTSET")
-    if auto_pad in ("NOTSET", "VALID"):
-        pads = _ints(n, "pads", 2 * spatial, 0, 0) if auto_pad == "NOTSET" else (0,) * (2 * spatial)
-    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        pads = same_pads(x, kernel, strides, dilations, auto_pad)
-    else:
-        raise ValueError(f"auto_pad={auto_pad!r}: expected NOTSET, SAME_UPPER, SAME_LOWER or VALID")
-    begin, end = pads[:spatial], pads[spatial:]
+    begin, end = begin_end_pads(n, x, spatial, kernel, strides, dilations)
     padding = tuple(p for pair in zip(begin, end) for p in pair)   # (top, bottom, left, right)
     bias = n.val(2)
     return {"x": x, "weight": w, "bias": bias, "stride": strides, "padding": padding, "dilation": dilations,
             "groups": group}
+
+
+def begin_end_pads(n: OnnxNode, x, spatial: int, kernel, strides, dilations) -> tuple:
+    """(begin, end) per spatial dim of a Conv or a pool: its ``pads`` (absent or empty: none), or
+    what auto_pad SAME_UPPER, SAME_LOWER or VALID says."""
+    auto_pad = n.attr("auto_pad", "NOTSET")
+    if auto_pad == "NOTSET":
+        pads = n.sizes("pads", 2 * spatial, 0, minimum=0) if n.attr("pads") else (0,) * (2 * spatial)
+    elif auto_pad == "VALID":
+        pads = (0,) * (2 * spatial)
+    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        pads = same_pads(x, kernel, strides, dilations, auto_pad)
+    else:
+        raise ValueError(f"auto_pad={auto_pad!r}: expected NOTSET, SAME_UPPER, SAME_LOWER or VALID")
+    return tuple(pads[:spatial]), tuple(pads[spatial:])
 
 
 def same_pads(x, kernel, strides, dilations, auto_pad: str) -> tuple:
@@ -123,7 +119,7 @@ def conv_batch_norm_fold(plan: FusionGraph, i: int, n: OnnxNode) -> bool:
     stats = [plan.b.values.get(name) for name in names[1:5]]
     if any(v is None or not v.is_const for v in stats) or len([o for o in bn_node.output if o]) != 1:
         return False
-    bn = OnnxNode(bn_node, bn_node.name or f"BatchNormalization_{j}", _attrs(bn_node), plan.b, n.opset)
+    bn = OnnxNode(bn_node, bn_node.name or f"BatchNormalization_{j}", node_attributes(bn_node), plan.b, n.opset)
     if int(bn.attr("training_mode", 0)) != 0:
         return False
     gamma, beta, mean, var = (v.array.astype(np.float64).reshape(-1) for v in stats)
@@ -152,8 +148,3 @@ def conv_batch_norm_fold(plan: FusionGraph, i: int, n: OnnxNode) -> bool:
     plan.b.set(out, y)
     plan.skip([j])
     return True
-
-
-def _attrs(node) -> dict:
-    from .model import attributes
-    return attributes(node, f"{node.op_type} {node.name!r}")

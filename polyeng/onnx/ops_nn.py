@@ -5,30 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .builder import Unsupported, Val, const
-from .ops_conv import same_pads
+from .ops_conv import begin_end_pads
 from .context import OnnxNode
 from .host_ops import resize_arguments
 from .registry import converter
 
 # ONNX orders LSTM gates i, o, f, c; polyeng (as PyTorch) i, f, g, o with g ONNX's c.
 GATES_FROM_ONNX = (0, 2, 3, 1)
-
-
-def _pads(n: OnnxNode, x: Val, spatial: int, kernel: tuple, strides: tuple, dilations: tuple) -> tuple:
-    """(begin, end) per spatial dim: ``pads``, or what auto_pad SAME_UPPER/SAME_LOWER/VALID says."""
-    auto_pad = n.attr("auto_pad", "NOTSET")
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        pads = same_pads(x, kernel, strides, dilations, auto_pad)
-    elif auto_pad == "VALID":
-        pads = (0,) * (2 * spatial)
-    elif auto_pad == "NOTSET":
-        pads = tuple(int(p) for p in (n.attr("pads") or [0] * (2 * spatial)))
-    else:
-        raise ValueError(f"auto_pad={auto_pad!r}: expected NOTSET, SAME_UPPER, SAME_LOWER or VALID")
-    if len(pads) != 2 * spatial or any(p < 0 for p in pads):
-        raise ValueError(f"pads={list(pads)}: expected {2 * spatial} sizes >= 0, the begin then the end of each "
-                         f"spatial dim")
-    return tuple(pads[:spatial]), tuple(pads[spatial:])
 
 
 def _symmetric(begin, end, kernel) -> bool:
@@ -50,21 +33,6 @@ def _padded(n: OnnxNode, x: Val, begin: tuple, end: tuple, value) -> Val:
     return padded
 
 
-def _sizes(n: OnnxNode, name: str, spatial: int, default: int | None = None) -> tuple:
-    """An ints attribute with one size >= 1 per spatial dim (``kernel_shape``, ``strides``, ``dilations``)."""
-    value = n.attr(name)
-    if value is None:
-        if default is None:
-            raise ValueError(f"required attribute {name!r} is missing")
-        return (default,) * spatial
-    sizes = tuple(int(v) for v in value)
-    if len(sizes) != spatial:
-        raise ValueError(f"{name}={list(sizes)}: expected {spatial} sizes, one per spatial dim")
-    if any(v < 1 for v in sizes):
-        raise ValueError(f"{name}={list(sizes)}: each size must be >= 1")
-    return sizes
-
-
 def _spatial(n: OnnxNode, x: Val) -> int:
     if x.rank not in (4, 5):
         raise Unsupported(f"a {x.rank}-D input; polyeng pools 4-D (N, C, H, W) and 5-D inputs")
@@ -78,9 +46,9 @@ def max_pool(n: OnnxNode) -> None:
     n.refuse_attrs(storage_order=0)
     if n.used(1):
         raise Unsupported("the Indices output is not computed")
-    kernel = _sizes(n, "kernel_shape", spatial)
-    strides, dilations = _sizes(n, "strides", spatial, 1), _sizes(n, "dilations", spatial, 1)
-    begin, end = _pads(n, x, spatial, kernel, strides, dilations)
+    kernel = n.sizes("kernel_shape", spatial)
+    strides, dilations = n.sizes("strides", spatial, 1), n.sizes("dilations", spatial, 1)
+    begin, end = begin_end_pads(n, x, spatial, kernel, strides, dilations)
     if not _symmetric(begin, end, kernel):   # padded explicitly with the lowest value, which never wins
         lowest = -np.inf if np.dtype(x.dtype).kind == "f" else np.iinfo(np.dtype(x.dtype)).min
         x, begin = _padded(n, x, begin, end, lowest), (0,) * spatial
@@ -94,9 +62,9 @@ def average_pool(n: OnnxNode) -> None:
     x = n.need(0, "X")
     spatial = _spatial(n, x)
     n.refuse_attrs(dilations=lambda v: all(int(d) == 1 for d in v))
-    kernel = _sizes(n, "kernel_shape", spatial)
-    strides = _sizes(n, "strides", spatial, 1)
-    begin, end = _pads(n, x, spatial, kernel, strides, (1,) * spatial)
+    kernel = n.sizes("kernel_shape", spatial)
+    strides = n.sizes("strides", spatial, 1)
+    begin, end = begin_end_pads(n, x, spatial, kernel, strides, (1,) * spatial)
     include_pad = bool(n.attr("count_include_pad", 0))
     op = "avg_pool2d" if spatial == 2 else "avg_pool3d"
     args = {"kernel_size": kernel, "stride": strides, "ceil_mode": bool(n.attr("ceil_mode", 0))}
