@@ -208,3 +208,18 @@ W = np.ones((6, 4, 3, 3), np.float32)
 def test_bad_arguments_are_named(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("kwargs", [{"padding": 1}, {"stride": 2, "padding": (0, 2, 1, 0), "dilation": 2}],
+                         ids=["same-size", "strided"])
+def test_numba_gathers_large_columns_in_parallel_as_basic_does(kwargs):
+    """Columns of 4 MB or more go through NUMBA's parallel JIT gather, smaller ones through numpy's
+    tap copies: both give BASIC's columns."""
+    from polyeng.backends.numba import conv as numba_conv
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 64, 118, 118)).astype(np.float32)
+    w = rng.standard_normal((8, 64, 3, 3)).astype(np.float32)
+    assert polyeng.explain("conv2d", x, w, **kwargs).algorithm == "im2col"
+    want = run("conv2d", "basic", x, w, **kwargs)
+    assert 64 * 9 * want.shape[2] * want.shape[3] * 4 >= numba_conv._JIT_GATHER_BYTES   # the JIT gather's size
+    np.testing.assert_allclose(run("conv2d", "numba", x, w, **kwargs), want, rtol=1e-5, atol=1e-4)
