@@ -2,8 +2,9 @@
 ``preload``): Ctrl-C in a terminal reaches every process of its group, and the workers must not
 answer it with a traceback each. The process that started them catches it and closes the
 cluster, whose nannies stop the workers. The warning a worker logs for each task the closing
-cut short ("Async instruction ... ended with CancelledError") is dropped too: it reports the
-interrupt again, once per task."""
+cut short ("Async instruction ... ended with CancelledError"), and one fetching an input from a
+worker already closed ("Worker stream died during communication"), are dropped too: they report
+the interrupt again, once per task or peer. This preload serves only local clusters."""
 import logging
 import signal
 import threading
@@ -16,7 +17,14 @@ def _not_a_cut_short_task(record) -> bool:
     return "ended with CancelledError" not in record.getMessage()
 
 
+def _not_a_closed_peer(record) -> bool:
+    """A local cluster's workers close together: one fetching a task's input from another that
+    is already gone logs the broken stream, which says nothing the closing did not."""
+    return not record.getMessage().startswith("Worker stream died during communication")
+
+
 logging.getLogger("distributed.worker.state_machine").addFilter(_not_a_cut_short_task)
+logging.getLogger("distributed.worker").addFilter(_not_a_closed_peer)
 
 
 def dask_setup(worker) -> None:   # the hook distributed calls; the import above did the work
