@@ -44,6 +44,17 @@ class Graph:
         return [Value(name, *self._types[name]) for name in ref_names(self._output_structure)]
 
     @property
+    def input_names(self) -> list:
+        """The names a call may give its inputs by: the positional ones in order (an imported
+        model's input names, a traced function's parameter names), then the keyword ones."""
+        return list(self._input_names) + list(self._input_structure[1])
+
+    @property
+    def output_names(self) -> list:
+        """Each output value's name, in the order ``outputs`` lists them."""
+        return list(ref_names(self._output_structure))
+
+    @property
     def nodes(self) -> list:
         return list(self._nodes)
 
@@ -116,17 +127,37 @@ class Graph:
         return self._program
 
     def _bind(self, args, kwargs) -> list:
-        """The call's input arrays in ``inputs`` order; ValueError naming an input that differs from
-        the example in anything but its leading dimension."""
+        """The call's input arrays in ``inputs`` order. Inputs go by position or by name (as a Python
+        call binds its parameters); TypeError naming an input given twice, unknown or missing,
+        ValueError naming an input that differs from the example in anything but its leading
+        dimension."""
         arg_template, kwarg_template = self._input_structure
-        if len(args) != len(arg_template):
+        names = self._input_names
+        if len(args) > len(arg_template):
             raise TypeError(f"{self.name}() takes {len(arg_template)} positional inputs "
-                            f"({', '.join(self._input_names)}); got {len(args)}")
-        if set(kwargs) != set(kwarg_template):
-            raise TypeError(f"{self.name}() takes keyword inputs {sorted(kwarg_template)}; got {sorted(kwargs)}")
+                            f"({', '.join(names)}); got {len(args)}")
+        kwargs = dict(kwargs)
+        for name in names[:len(args)]:
+            if name in kwargs and name not in kwarg_template:
+                raise TypeError(f"{self.name}() got input {name!r} both by position and by name")
+        positional, missing = list(args), []
+        for name in names[len(args):]:
+            if name in kwargs and name not in kwarg_template:
+                positional.append(kwargs.pop(name))
+            else:
+                missing.append(name)
+        unknown = sorted(set(kwargs) - set(kwarg_template))
+        if unknown:
+            raise TypeError(f"{self.name}() got unknown input{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(map(repr, unknown))}; its inputs are {', '.join(self.input_names)}")
+        missing += [name for name in kwarg_template if name not in kwargs]
+        if missing:
+            raise TypeError(f"{self.name}() is missing input{'s' if len(missing) > 1 else ''} "
+                            f"{', '.join(map(repr, missing))} (its inputs are {', '.join(self.input_names)}; "
+                            f"give them by position or by name)")
         found = {}
-        for i, (template, value) in enumerate(zip(arg_template, args)):
-            self._match(template, value, self._input_names[i], found)
+        for i, (template, value) in enumerate(zip(arg_template, positional)):
+            self._match(template, value, names[i], found)
         for name, template in kwarg_template.items():
             self._match(template, kwargs[name], name, found)
         return [found[v.name] for v in self._inputs]
