@@ -8,9 +8,9 @@ effect where the op was called (``polyeng.current_settings()``).
 
 Chunks: elementwise ops and data movement run block by block as the inputs are chunked
 (operands are aligned and broadcast as numpy does). The axes an op needs whole are rechunked to
-one chunk first: softmax's axis, layer_norm's normalized axes, mean's reduced axes, pooling's
-and upsampling's spatial axes (except max/avg pooling with non-overlapping windows, run block
-by block on stride-aligned chunks), lstm's time and feature axes, linear's input features,
+one chunk first: softmax's axis, layer_norm's normalized axes, the reduced axes of mean, sum,
+amax and amin, split's axis, pooling's and upsampling's spatial axes (except max/avg pooling with non-overlapping windows, run block
+by block on stride-aligned chunks), lstm's and gru's time and feature axes, linear's input features,
 embedding's table, concat's axis, the dims reshape changes and the dims pad pads. matmul's
 contraction axis stays chunked: each output block sums the products of its blocks in the result
 dtype (f32 or f64; a 16-bit result is not split, so its f32 accumulation stays one).
@@ -191,7 +191,7 @@ def _layer_norm(c: LazyCall):
     return _along_axes(c, range(c.ndim - k, c.ndim), weights=("weight", "bias"))
 
 
-def _mean(c: LazyCall):
+def _reduction(c: LazyCall):
     x = c.args["x"]
     index = _LOOP[:x.ndim]
     reduced = c.args["axis"]
@@ -259,7 +259,8 @@ def _upsample(c: LazyCall):
     return c.build(index, whole=spatial, adjust_chunks=sizes)
 
 
-def _lstm(c: LazyCall):
+def _recurrent(c: LazyCall):
+    """lstm and gru: the batch chunked as given (h0 and c0 with it); time and features whole."""
     shape = c.prepared.geometry
     if shape.unbatched:
         c.put("x", "TI")
@@ -268,7 +269,8 @@ def _lstm(c: LazyCall):
         c.put("x", "bTI" if shape.batch_first else "TbI")
         loop = "b"
         y_index, state_index = ("bTY" if shape.batch_first else "TbY"), "LbZ"
-    for name in ("h0", "c0"):
+    states = [name for name in ("h0", "c0") if name in c.args]   # gru has no c0
+    for name in states:
         if c.kwargs.get(name) is not None:
             c.put(name, state_index)
     # every weight its own symbols (their sizes differ between layers), each a single chunk
@@ -278,9 +280,11 @@ def _lstm(c: LazyCall):
     y_dtype = c.prepared.dtype
     sizes_y = {"T": shape.seq_len, "Y": shape.num_directions * shape.hidden_size}
     sizes_state = {"L": shape.num_layers * shape.num_directions, "Z": shape.hidden_size}
-    y, h, cell = c.several(loop, [((0,), y_index, y_dtype, sizes_y), ((1, 0), state_index, y_dtype, sizes_state),
-                                  ((1, 1), state_index, y_dtype, sizes_state)], whole="TIL")
-    return y, (h, cell)
+    # results: (y, h_n) for gru, (y, (h_n, c_n)) for lstm
+    paths = [(1,)] if len(states) == 1 else [(1, k) for k in range(len(states))]
+    y, *final = c.several(loop, [((0,), y_index, y_dtype, sizes_y)]
+                          + [(path, state_index, y_dtype, sizes_state) for path in paths], whole="TIL")
+    return (y, final[0]) if len(states) == 1 else (y, tuple(final))
 
 
 def _whole(value):
@@ -335,6 +339,18 @@ def _permute(c: LazyCall):
     return c.build("".join(index[d] for d in c.args["dims"]))
 
 
+def _split(c: LazyCall):
+    """The split axis whole (a piece may take rows of two chunks), the others chunked as given;
+    one task per block makes every piece of it, each piece a dask array of its own."""
+    x, axis = c.args["x"], c.args["axis"]
+    index = _LOOP[:x.ndim]
+    c.put("x", index)
+    loop = index[:axis] + index[axis + 1:]
+    return tuple(c.several(loop, [((k,), index[:axis] + _OTHER[k % 26] + index[axis + 1:], c.prepared.dtype,
+                                   {_OTHER[k % 26]: shape[axis]}) for k, shape in enumerate(c.prepared.shapes)],
+                           whole=index[axis]))
+
+
 def _pad(c: LazyCall):
     """The padded dims whole (an output block at either end reads the far end of its dim: reflect
     mirrors about it); the others, pads (0, 0) included, chunked as given."""
@@ -362,7 +378,7 @@ def _reshape(c: LazyCall):
 # The chunking rules an OpSpec names (``OpSpec.chunking``): kinds of block structure, not ops.
 RULES = {
     "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax,
-    "layer_norm": _layer_norm, "mean": _mean, "pooling": _pooling, "upsample": _upsample, "lstm": _lstm,
+    "layer_norm": _layer_norm, "reduction": _reduction, "pooling": _pooling, "upsample": _upsample, "recurrent": _recurrent,
     "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape, "conv": _conv,
-    "batch_norm": _batch_norm, "pad": _pad,
+    "batch_norm": _batch_norm, "pad": _pad, "split": _split,
 }
