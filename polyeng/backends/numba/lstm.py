@@ -15,7 +15,8 @@ several times slower on two cores than the serial kernel, which costs less than 
 BLAS product).
 
 With 16-bit storage the layer computes on f32 (h, c and the layer outputs stay f32; y, h_n
-and c_n are rounded once at the end). Each 16-bit ``w_ih`` is read as stored by ``_gemm``; at
+and c_n are rounded once at the end). The layer loop, the projection and the states are
+``_recurrent``'s, shared with gru. Each 16-bit ``w_ih`` is read as stored by ``_gemm``; at
 batch <= ``_gemm.GEMV_ROWS`` each 16-bit ``w_hh`` is too, by the JIT matrix-vector kernel
 (``_gemv``) instead of BLAS, which halves the bytes every step reads. That kernel runs in
 parallel: with no BLAS call between the steps, nothing else spins on the cores. Larger batches
@@ -28,10 +29,11 @@ import numpy as np
 from ...engine import dtypes as dt
 from .._blas_threads import blas_threads
 from . import _gemm
-from ._cast import converted
 from ._f32_path import _to_f32
 from ._gemv import gemv
 from ._mathfn import sigmoid, tanh
+from ._recurrent import f32_entries, projection, rounded, run_layers, stacked_projection, stacked_t, \
+    stored_recurrence
 from ._runtime import jit, launch
 from ._storage import kernel_view
 
@@ -68,14 +70,6 @@ def _step(gates, projected, bias, h, c, y, step, seq_len, time_stride, batch_str
         h[d, n] = y_row
 
 
-def _layer_weights(entries, dtype):
-    """(w_ih.T for every direction side by side, w_hh.T stacked per direction, summed biases)."""
-    w_ih_t = entries[0][0].T if len(entries) == 1 else np.concatenate([e[0] for e in entries]).T
-    # a C-contiguous (H, 4H) right operand makes the small per-step product markedly faster in BLAS
-    w_hh_t = np.ascontiguousarray(np.stack([e[1].T for e in entries]))
-    return w_ih_t, w_hh_t, _bias(entries, dtype)
-
-
 def _bias(entries, dtype):
     four_hidden = entries[0][1].shape[0]
     bias = np.zeros(len(entries) * four_hidden, dtype)
@@ -86,69 +80,38 @@ def _bias(entries, dtype):
     return bias
 
 
-def _projection(layer_input, entries):
-    """Every time step's input times every direction's w_ih.T (f32), each 16-bit w_ih read as stored."""
-    parts = []
-    for w_ih in (e[0] for e in entries):
-        if _gemm.native(layer_input, w_ih):
-            parts.append(_gemm.product_t(layer_input, w_ih, None, dt.float32))
-        else:
-            with blas_threads(layer_input.size * w_ih.shape[0], layer_input.shape[0] == 1):
-                parts.append(np.matmul(_to_f32(layer_input), _to_f32(w_ih).T))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-
-
-def _stored_recurrence(entries, batch) -> bool:
-    """Whether every w_hh is 16-bit and the per-step product has few enough rows to read it as stored."""
-    return batch <= _gemm.GEMV_ROWS and all(e[1].dtype in dt.SIXTEEN_BIT_FLOATS for e in entries)
-
-
-def _lstm(p, x, params, h0, c0, **_):
-    """y, h_n and c_n in the compute dtype (f32 for 16-bit storage, rounded by ``lstm``)."""
-    shape = p.geometry
-    dtype = np.dtype(np.float32) if p.dtype in dt.SIXTEEN_BIT_FLOATS else p.dtype
-    seq_len, batch, hidden, dirs = shape.seq_len, shape.batch, shape.hidden_size, shape.num_directions
-    states = (shape.num_layers * dirs, batch, hidden)
-    h_n = np.zeros(states, dtype) if h0 is None else np.array(_to_f32(h0), dtype).reshape(states)
-    c_n = np.zeros(states, dtype) if c0 is None else np.array(_to_f32(c0), dtype).reshape(states)
-    y = np.empty(shape.output_shape, dtype)
-    if y.size == 0:
-        return y, (h_n.reshape(shape.state_shape), c_n.reshape(shape.state_shape))
+def _layer(shape):
+    seq_len, batch = shape.seq_len, shape.batch
     time_stride, batch_stride = shape.row_strides
-    layer_input = x.reshape(seq_len * batch, shape.input_size)
-    y_rows = y.reshape(seq_len * batch, dirs * hidden)
-    gates = np.empty((dirs, batch, 4 * hidden), dtype)
-    for layer in range(shape.num_layers):
-        first = shape.param_index(layer, 0)
-        entries = params[first:first + dirs]
-        h, c = h_n[first:first + dirs], c_n[first:first + dirs]
-        if dtype == dt.float32 and _stored_recurrence(entries, batch):
-            projected, bias = _projection(layer_input, entries), _bias(entries, dtype)
+
+    def run(layer_input, entries, states, y_rows, dtype):
+        h, c = states
+        dirs, hidden = len(entries), shape.hidden_size
+        gates = np.empty((dirs, batch, 4 * hidden), dtype)
+        if dtype == dt.float32 and stored_recurrence(entries, batch):
+            projected, bias = projection(layer_input, entries), _bias(entries, dtype)
             w_hh = [kernel_view(e[1]) for e in entries]
             busy = _gemm.work_bytes(batch * w_hh[0].size)
             for step in range(seq_len):
                 for d in range(dirs):
                     launch(gemv, busy, h[d], w_hh[d], gates[d])
                 _step(gates, projected, bias, h, c, y_rows, step, seq_len, time_stride, batch_stride)
-        else:
-            if dtype == dt.float32:
-                entries = [tuple(None if a is None else _to_f32(a) for a in e) for e in entries]
-            w_ih_t, w_hh_t, bias = _layer_weights(entries, dtype)
-            with blas_threads(layer_input.size * w_ih_t.shape[1], layer_input.shape[0] == 1):
-                projected = np.matmul(_to_f32(layer_input) if dtype == dt.float32 else layer_input, w_ih_t)
-            with blas_threads(gates.size * hidden, batch == 1):   # one step's product: a call of its own
-                for step in range(seq_len):
-                    if dirs == 1:
-                        np.matmul(h[0], w_hh_t[0], out=gates[0])
-                    else:
-                        np.matmul(h, w_hh_t, out=gates)
-                    _step(gates, projected, bias, h, c, y_rows, step, seq_len, time_stride, batch_stride)
-        layer_input = y_rows
-    return y, (h_n.reshape(shape.state_shape), c_n.reshape(shape.state_shape))
+            return
+        if dtype == dt.float32:
+            entries = f32_entries(entries)
+        projected, bias = stacked_projection(layer_input, entries, dtype), _bias(entries, dtype)
+        w_hh_t = stacked_t([e[1] for e in entries])
+        with blas_threads(gates.size * hidden, batch == 1):   # one step's product: a call of its own
+            for step in range(seq_len):
+                if dirs == 1:
+                    np.matmul(h[0], w_hh_t[0], out=gates[0])
+                else:
+                    np.matmul(h, w_hh_t, out=gates)
+                _step(gates, projected, bias, h, c, y_rows, step, seq_len, time_stride, batch_stride)
+    return run
 
 
-def lstm(p, **kwargs):
-    y, (h_n, c_n) = _lstm(p, **kwargs)
-    if p.dtype not in dt.SIXTEEN_BIT_FLOATS:
-        return y, (h_n, c_n)
-    return converted(y, p.dtype), (converted(h_n, p.dtype), converted(c_n, p.dtype))
+def lstm(p, x, params, h0, c0, **_):
+    y, states = run_layers(p, x, params, (h0, c0), _layer(p.geometry))
+    y, h_n, c_n = rounded(p, [y, *states])
+    return y, (h_n, c_n)
