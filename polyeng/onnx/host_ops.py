@@ -58,11 +58,78 @@ def binary(a, b, op):
     raise ValueError(f"onnx.binary: unknown op {op!r}")
 
 
+COMPARE = {"equal": np.equal, "greater": np.greater, "greater_equal": np.greater_equal, "less": np.less,
+           "less_equal": np.less_equal}
+LOGICAL = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
+REDUCE = {"sum": np.sum, "max": np.max, "min": np.min}
+
+
 def compare(a, b, op):
-    a, b = _host(a), _host(b)
-    if op == "equal":
-        return np.equal(a, b)
-    raise ValueError(f"onnx.compare: unknown op {op!r}")
+    if op not in COMPARE:
+        raise ValueError(f"onnx.compare: unknown op {op!r}")
+    return COMPARE[op](_host(a), _host(b))
+
+
+def logical(values, op):
+    """And, Or, Xor of two bool values, Not of one."""
+    values = [_host(v) for v in values]
+    if op == "not":
+        return np.logical_not(values[0])
+    return LOGICAL[op](values[0], values[1])
+
+
+def isnan(x):
+    return np.isnan(_host(x))
+
+
+def isinf(x, negative=1, positive=1):
+    x = _host(x)
+    return np.isinf(x) & ((x < 0) if not positive else True) & ((x > 0) if not negative else True)
+
+
+def extremum(values, op):
+    """Max or Min of one or more values, broadcast together; NaN propagates."""
+    values = [_host(v) for v in values]
+    function = np.maximum if op == "max" else np.minimum
+    out = values[0]
+    for v in values[1:]:
+        out = function(out, v)
+    return np.array(out, copy=True) if len(values) == 1 else out
+
+
+def reduce(x, axes, keepdims, op):
+    x = _host(x)
+    if x.size == 0 and op != "sum":
+        raise ValueError(f"Reduce{op.title()} of an empty tensor")
+    out = REDUCE[op](x, axis=None if axes is None else tuple(axes), keepdims=bool(keepdims))
+    return np.asarray(out).astype(x.dtype, copy=False)   # numpy's sum widens small integers; ONNX keeps the type
+
+
+def _wrapped(indices, size, what: str):
+    """Negative indices counted from the end; an index outside [-size, size) is a ValueError."""
+    indices = indices.astype(np.int64)
+    if indices.size and (indices.min() < -size or indices.max() >= size):
+        bad = indices[(indices < -size) | (indices >= size)].reshape(-1)[0]
+        raise ValueError(f"{what}: index {int(bad)} is out of range for a dim of {size}")
+    return np.where(indices < 0, indices + size, indices)
+
+
+def gather_elements(data, indices, axis=0):
+    data, indices = _host(data), _host(indices)
+    axis = axis + data.ndim if axis < 0 else axis
+    return np.take_along_axis(data, _wrapped(indices, data.shape[axis], "GatherElements"), axis=axis)
+
+
+def gather_nd(data, indices, batch_dims=0):
+    """ONNX GatherND: the last dim of ``indices`` (k) indexes data's first k dims after ``batch_dims``."""
+    data, indices = _host(data), _host(indices)
+    b, k = int(batch_dims), indices.shape[-1]
+    batch = int(np.prod(data.shape[:b], dtype=np.int64))
+    flat = data.reshape((batch,) + data.shape[b:])
+    picks = indices.reshape((batch, -1, k))
+    columns = [_wrapped(picks[..., j], flat.shape[1 + j], "GatherND") for j in range(k)]
+    out = flat[(np.arange(batch)[:, None],) + tuple(columns)]
+    return out.reshape(indices.shape[:-1] + data.shape[b + k:])
 
 
 def range_(start, limit, delta):
@@ -198,7 +265,9 @@ def wrap_indices(ids, rows):
 
 RUN = {
     "onnx.shape": shape, "onnx.gather": gather, "onnx.concat": concat, "onnx.binary": binary,
-    "onnx.compare": compare,
+    "onnx.compare": compare, "onnx.logical": logical, "onnx.isnan": isnan, "onnx.isinf": isinf,
+    "onnx.extremum": extremum, "onnx.reduce": reduce, "onnx.gather_elements": gather_elements,
+    "onnx.gather_nd": gather_nd,
     "onnx.range": range_, "onnx.constant_of_shape": constant_of_shape, "onnx.expand": expand,
     "onnx.slice": slice_, "onnx.astype": astype, "onnx.where": where, "onnx.reshape": reshape,
     "onnx.unsqueeze": unsqueeze, "onnx.squeeze": squeeze, "onnx.flatten": flatten, "onnx.resize": resize,
@@ -226,7 +295,7 @@ def result_type(op: str, args: dict, dtype) -> np.dtype:
         return dt.as_dtype(args["dtype"])
     if op == "onnx.constant_of_shape":
         return np.asarray(args["value"]).dtype
-    if op == "onnx.compare":
+    if op in ("onnx.compare", "onnx.logical", "onnx.isnan", "onnx.isinf"):
         return np.dtype(np.bool_)
     return np.dtype(dtype)
 

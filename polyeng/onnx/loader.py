@@ -8,7 +8,7 @@ from ..graph.ir import Ref
 from . import model as onnx_model
 from . import budget, registry, validate
 # The converter and fusion modules: each registers its functions with ``registry`` on import.
-from . import ops_compare, ops_conv, ops_math, ops_matmul, ops_nn, ops_shape, ops_split, patterns  # noqa: F401
+from . import ops_conv, ops_logic, ops_math, ops_matmul, ops_nn, ops_recurrent, ops_shape, ops_split, patterns  # noqa: F401
 from ..graph.ir import unique
 from .builder import Builder, Unsupported, Val, const
 from .context import OnnxNode
