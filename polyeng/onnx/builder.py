@@ -9,7 +9,11 @@ Every ONNX value is one of:
 A node whose inputs are all ``const`` runs at load time and its outputs become constants; that is
 how shape plumbing on fixed dims, weight transposes and gate reorders disappear from the graph.
 A ``host`` value that is a 1-D shape also carries ``known``: per element, the int it is at load
-time when that is fixed (a dim that is not named), so picking fixed dims out of a shape folds too.
+time when that is fixed (a dim that is not named), so picking fixed dims out of a shape folds too,
+or the name of a named dim (``"batch"``, or one ONNX shape inference named, ``"unk__7"``) that it
+equals at run time, the same size wherever that name appears, so a Reshape
+whose target only repeats the input's named dims gets a fixed target (0 copies a dim) and the
+Shape, Gather, Unsqueeze and Concat nodes that built the target at run time go.
 """
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ class Val:
     array: np.ndarray | None = None
     name: str | None = None       # the graph value's name (host, data, and consts once used)
     zero: bool = False            # every element is 0 (zero LSTM states)
-    known: tuple | None = None    # host 1-D int values: each element's int, or None
+    known: tuple | None = None    # host 1-D int values: each element's int, named dim (str), or None
     graph_name: str | None = None # a constant's name among the graph's constants, once used
 
     @property

@@ -75,8 +75,8 @@ def _known_binary(op, a: Val, b: Val):
         return None
     out = []
     for x, y in zip(ka, kb):
-        if x is None or y is None:
-            out.append(None)
+        if type(x) is not int or type(y) is not int:
+            out.append(_named_dim_kept(op, x, y))
         elif op == "add":
             out.append(x + y)
         elif op == "sub":
@@ -86,6 +86,15 @@ def _known_binary(op, a: Val, b: Val):
         else:
             out.append(None if y == 0 else int(np.sign(x) * np.sign(y)) * (abs(x) // abs(y)))
     return tuple(out)
+
+
+def _named_dim_kept(op, x, y):
+    """A named dim that an operation with a neutral int leaves as it is (n + 0, n * 1, ...), else None."""
+    if isinstance(x, str) and type(y) is int and ((op in ("add", "sub") and y == 0) or (op in ("mul", "div") and y == 1)):
+        return x
+    if isinstance(y, str) and type(x) is int and ((op == "add" and x == 0) or (op == "mul" and x == 1)):
+        return y
+    return None
 
 
 def _known(v: Val):
@@ -99,7 +108,7 @@ def _settle(n: OnnxNode, i: int = 0) -> None:
     if not n.used(i):
         return
     v = n.b.get(n.output_names[i])
-    if v.kind == "host" and v.known is not None and all(k is not None for k in v.known) and v.rank in (0, 1):
+    if v.kind == "host" and v.known is not None and all(type(k) is int for k in v.known) and v.rank in (0, 1):
         array = np.array(v.known, dtype=v.dtype)
         if v.rank == 0:
             array = array.reshape(())

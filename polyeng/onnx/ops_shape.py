@@ -49,8 +49,8 @@ def shape(n: OnnxNode) -> None:
     start, end = int(n.attr("start", 0)), n.attr("end")
     if x.shape is not None:
         dims = x.shape[start:None if end is None else int(end)]
-        known = tuple(d if type(d) is int else None for d in dims)
-        if all(k is not None for k in known):
+        known = tuple(d if type(d) is int or (isinstance(d, str) and d) else None for d in dims)
+        if all(type(k) is int for k in known):
             n.set_const(0, np.array(known, dtype=np.int64))
             return
     else:
@@ -185,6 +185,9 @@ def squeeze(n: OnnxNode) -> None:
 def reshape(n: OnnxNode) -> None:
     x, target = n.need(0, "data"), n.need(1, "shape")
     allowzero = int(n.attr("allowzero", 0))
+    fixed = _fixed_target(x, target, allowzero)
+    if fixed is not None:
+        target = const(fixed)
     if target.is_const:
         wanted = [int(d) for d in target.array.reshape(-1)]
         if any(d < -1 for d in wanted) or wanted.count(-1) > 1:
@@ -198,6 +201,25 @@ def reshape(n: OnnxNode) -> None:
             return
         target = const(np.array(wanted, dtype=np.int64))
     n.emit("onnx.reshape", {"x": x, "shape": target, "allowzero": allowzero}, dtype=x.dtype)
+
+
+def _fixed_target(x: Val, target: Val, allowzero: int):
+    """A Reshape target computed at run time as a fixed one, where each element is an int or a
+    named dim: a named dim in the input's place copies it (0), one other stands for the rest (-1)."""
+    known = target.known if target.kind == "host" else None
+    if known is None or allowzero or any(k is None for k in known):
+        return None
+    wanted, inferred = [], 0
+    for i, k in enumerate(known):
+        if type(k) is int:
+            inferred += k == -1
+            wanted.append(k)
+        elif x.shape is not None and i < len(x.shape) and x.shape[i] == k:
+            wanted.append(0)
+        else:
+            inferred += 1
+            wanted.append(-1)
+    return None if inferred > 1 else np.array(wanted, dtype=np.int64)
 
 
 @converter("Flatten")
