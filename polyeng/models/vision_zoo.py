@@ -67,39 +67,10 @@ def export(name: str, path, exporter: str) -> None:
 
 def cached_export(name: str, exporter: str, folder=None):
     """The path of ``export(name, ..., exporter)``'s file in ``folder`` (default: ``polyeng`` under
-    the user's cache folder, ``XDG_CACHE_HOME`` or ``~/.cache``), exporting it when it is not there.
-    The file name carries a digest of this module's source and of the torch and onnx
-    versions, so a changed builder or a new torch makes a new file; it is written under a
-    temporary name and renamed, so processes side by side never read half a file."""
-    import hashlib
-    import importlib
-    import inspect
-    import os
-    import pathlib
-    import sys
-    import tempfile
-    if folder is None:
-        folder = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "polyeng"
-    folder = pathlib.Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    parts = [inspect.getsource(sys.modules[__name__])]
-    for module in ("torch", "onnx"):
-        try:
-            parts.append(f"{module} {importlib.import_module(module).__version__}")
-        except ImportError:
-            parts.append(f"{module} missing")
-    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
-    path = folder / f"{name}-{exporter}-{digest}.onnx"
-    if not path.exists():
-        handle, temporary = tempfile.mkstemp(suffix=".onnx", dir=folder)
-        os.close(handle)
-        try:
-            export(name, temporary, exporter)
-            os.replace(temporary, path)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-    return path
+    the user's cache folder), exported once per source of this module and torch/onnx versions
+    (``export_cache.cached_export``)."""
+    from .export_cache import cached_export as cached
+    return cached(__name__, name, exporter, export, folder)
 
 
 def _import(module: str):

@@ -1,0 +1,45 @@
+"""Where the model zoos (``vision_zoo``, ``text_zoo``) keep their ONNX exports, so each model is
+exported once per builder source and torch/onnx versions, and processes side by side never read
+half a file."""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import os
+import pathlib
+import sys
+import tempfile
+
+
+def default_folder() -> pathlib.Path:
+    """``polyeng`` under the user's cache folder (``XDG_CACHE_HOME`` or ``~/.cache``)."""
+    return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "polyeng"
+
+
+def cached_export(zoo: str, name: str, exporter: str, export, folder=None) -> pathlib.Path:
+    """The path of ``export(name, path, exporter)``'s file in ``folder`` (default:
+    ``default_folder()``), exporting it when it is not there. The file name carries a digest of
+    the zoo module's source and of the torch, onnx and (text models) transformers versions, so a
+    changed builder or a new torch makes a new file; it is written under a temporary name and
+    renamed into place."""
+    folder = pathlib.Path(default_folder() if folder is None else folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    parts = [inspect.getsource(sys.modules[zoo])]
+    for module in ("torch", "onnx", "transformers"):
+        try:
+            parts.append(f"{module} {importlib.import_module(module).__version__}")
+        except ImportError:
+            parts.append(f"{module} missing")
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+    path = folder / f"{name}-{exporter}-{digest}.onnx"
+    if not path.exists():
+        handle, temporary = tempfile.mkstemp(suffix=".onnx", dir=folder)
+        os.close(handle)
+        try:
+            export(name, temporary, exporter)
+            os.replace(temporary, path)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+    return path
