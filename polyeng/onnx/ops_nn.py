@@ -1,5 +1,6 @@
-"""Converters of pooling, Resize and LSTM: the ONNX ops whose attributes map onto polyeng's
-PyTorch-style ops. Opset 22 only added bfloat16 to the pooling ops and LSTM."""
+"""Converters of pooling and Resize: the ONNX ops whose attributes map onto polyeng's
+PyTorch-style ops. Opset 22 only added bfloat16 to the pooling ops (LSTM and GRU are in
+ops_recurrent.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,9 +10,6 @@ from .ops_conv import begin_end_pads
 from .context import OnnxNode
 from .host_ops import resize_arguments
 from .registry import converter
-
-# ONNX orders LSTM gates i, o, f, c; polyeng (as PyTorch) i, f, g, o with g ONNX's c.
-GATES_FROM_ONNX = (0, 2, 3, 1)
 
 
 def _symmetric(begin, end, kernel) -> bool:
@@ -142,128 +140,3 @@ def resize(n: OnnxNode) -> None:
             raise Unsupported("coordinate_transformation_mode='pytorch_half_pixel' where an output dim may be "
                               "1 (fixed sizes that are not 1, or scales of 2 or more, are supported)")
     n.emit("upsample_bilinear2d", {"x": x, "size": size, "scale_factor": factor, "align_corners": align})
-
-
-@converter("LSTM")
-def lstm(n: OnnxNode) -> None:
-    x = n.need(0, "X")
-    W, R = n.const(1, "W"), n.const(2, "R")
-    if W is None or R is None:
-        raise Unsupported("W and R are needed")
-    B = n.const(3, "B")
-    direction = n.attr("direction", "forward")
-    if direction not in ("forward", "reverse", "bidirectional"):
-        raise ValueError(f"direction={direction!r}: expected forward, reverse or bidirectional")
-    dirs = 2 if direction == "bidirectional" else 1
-    if n.attr("hidden_size") is None:
-        raise ValueError("attribute 'hidden_size' is missing (the runtimes need it)")
-    hidden = int(n.attr("hidden_size"))
-    if W.ndim != 3 or R.ndim != 3 or W.shape[:2] != (dirs, 4 * hidden) or R.shape != (dirs, 4 * hidden, hidden):
-        raise ValueError(f"W {list(W.shape)} and R {list(R.shape)} do not fit hidden_size={hidden} and "
-                         f"direction={direction!r}: expected W [{dirs}, {4 * hidden}, input] and R "
-                         f"[{dirs}, {4 * hidden}, {hidden}]")
-    layout = int(n.attr("layout", 0))
-    _refuse_lstm_attrs(n, dirs)
-    if n.has(4):
-        _check_full_lengths(n, x, layout)
-    if n.has(7):
-        peephole = n.const(7, "P")
-        if np.any(peephole):
-            raise Unsupported("peephole weights (P) are not supported")
-    params = []
-    for d in range(dirs):
-        w_ih, w_hh = _reordered(W[d], hidden), _reordered(R[d], hidden)
-        b = None
-        if B is not None:
-            b = _reordered(B[d, :4 * hidden], hidden) + _reordered(B[d, 4 * hidden:], hidden)
-        params.append((const(w_ih, f"{n.name}.w_ih{d}"), const(w_hh, f"{n.name}.w_hh{d}"),
-                       None if b is None else const(b.astype(W.dtype), f"{n.name}.b{d}"), None))
-    h0, c0 = _state(n, 5, layout), _state(n, 6, layout)
-    time_axis = 1 if layout else 0
-    if direction == "reverse":
-        x = _flip(n, x, time_axis, "X_reversed")
-    dtype = np.dtype(x.dtype)
-    y_shape, h_shape = _lstm_shapes(n, x, layout, dirs, hidden)
-    y, h_n, c_n = n.b.emit("lstm", {"x": x, "params": params, "h0": h0, "c0": c0, "batch_first": bool(layout),
-                                    "bidirectional": dirs == 2},
-                           [(dtype, y_shape), (dtype, h_shape), (dtype, h_shape)],
-                           names=[f"{n.name}.y", f"{n.name}.h", f"{n.name}.c"], out=(0, (1, 2)), node_name=n.name)
-    if direction == "reverse":
-        y = _flip(n, y, time_axis, "y_in_order")
-    if n.used(0):
-        if dirs == 1:
-            axis = 2 if layout else 1
-            (Y,) = n.b.emit("onnx.unsqueeze", {"x": y, "axes": (axis,)}, [n.out_type(0, dtype)],
-                            names=[n.output_names[0]])
-            Y.unsqueezed = (y, (axis,))
-        else:
-            target = const(np.array([0, 0, 2, hidden], dtype=np.int64))
-            split_shape = None if y_shape is None else tuple(y_shape[:2]) + (2, hidden)
-            (Y,) = n.b.emit("onnx.reshape", {"x": y, "shape": target, "allowzero": 0}, [(dtype, split_shape)],
-                            names=[f"{n.name}.y4"])
-            if not layout:
-                (Y,) = n.b.emit("permute_contiguous", {"x": Y, "dims": (0, 2, 1, 3)}, [n.out_type(0, dtype)],
-                                names=[n.output_names[0]])
-        n.set(0, Y)
-    for i, state in ((1, h_n), (2, c_n)):
-        if n.used(i):
-            if layout:
-                (state,) = n.b.emit("permute_contiguous", {"x": state, "dims": (1, 0, 2)}, [n.out_type(i, dtype)],
-                                    names=[n.output_names[i]])
-            n.set(i, state)
-
-
-def _refuse_lstm_attrs(n: OnnxNode, dirs: int) -> None:
-    if n.attr("clip") is not None:
-        raise Unsupported(f"clip={n.attr('clip')} is not supported")
-    if int(n.attr("input_forget", 0)):
-        raise Unsupported("input_forget=1 is not supported")
-    activations = n.attr("activations")
-    if activations is not None and [a.lower() for a in activations] != ["sigmoid", "tanh", "tanh"] * dirs:
-        raise Unsupported(f"activations={list(activations)} (polyeng computes Sigmoid, Tanh, Tanh)")
-    for name in ("activation_alpha", "activation_beta"):
-        if n.attr(name) is not None:
-            raise Unsupported(f"{name} is not supported")
-
-
-def _check_full_lengths(n: OnnxNode, x: Val, layout: int) -> None:
-    lengths = n.const(4, "sequence_lens")
-    if lengths is None:
-        return
-    seq = None if x.shape is None else x.shape[1 if layout else 0]
-    if type(seq) is not int:
-        raise Unsupported("sequence_lens on a model whose sequence length varies (only full lengths are "
-                          "supported, and they cannot be checked here)")
-    if np.any(lengths != seq):
-        raise Unsupported(f"sequence_lens={lengths.tolist()} are not all the full length {seq}")
-
-
-def _reordered(weights: np.ndarray, hidden: int) -> np.ndarray:
-    blocks = [weights[g * hidden:(g + 1) * hidden] for g in range(4)]
-    return np.ascontiguousarray(np.concatenate([blocks[g] for g in GATES_FROM_ONNX], axis=0))
-
-
-def _state(n: OnnxNode, i: int, layout: int):
-    v = n.val(i)
-    if v is None or v.zero:
-        return None
-    if layout:
-        shape = None if v.shape is None else (v.shape[1], v.shape[0], v.shape[2])
-        (v,) = n.b.emit("permute_contiguous", {"x": v, "dims": (1, 0, 2)}, [(v.dtype, shape)],
-                        names=[f"{n.name}.state{i}"])
-    return v
-
-
-def _flip(n: OnnxNode, v: Val, axis: int, what: str) -> Val:
-    key = (slice(None),) * axis + (slice(None, None, -1),)
-    (flipped,) = n.b.emit("onnx.getitem", {"x": v, "key": key if axis else key[0]}, [(v.dtype, v.shape)],
-                          names=[f"{n.name}.{what}"])
-    return flipped
-
-
-def _lstm_shapes(n: OnnxNode, x: Val, layout: int, dirs: int, hidden: int):
-    if x.shape is None:
-        return None, None
-    first, second = x.shape[0], x.shape[1]
-    batch = second if not layout else first
-    return (first, second, dirs * hidden), (dirs, batch, hidden)
