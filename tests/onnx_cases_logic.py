@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from onnx_cases import BOOL, F32, I64, N23, RNG, case, constant, f, flags, i64, ints, node, randn
+from onnx_cases import BOOL, F32, I64, RNG, case, constant, f, flags, i64, ints, node, randn
 
 COMPARISONS = ("Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual")
 
