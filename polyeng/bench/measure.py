@@ -135,6 +135,8 @@ def interleaved_rounds(runners: dict, results: dict, repeat: int, after_call=Non
     ``results[name]["times_s"]``. Each round starts one runner later than the last, so no runner
     always follows the same one; the garbage collector is off while timing."""
     order = list(runners)
+    if not order:   # every runner failed its first call: nothing to time
+        return
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

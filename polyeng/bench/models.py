@@ -35,6 +35,10 @@ SIZES = {"lstm_lm": {"seq": 64, "batch": 8}, "encoder": {"batch": 8, "seq": 64},
 # the vision models (polyeng.models.vision_zoo) are exported here, with torch, into the
 # user's cache folder: not bundled, as their weights would add megabytes to every install
 VISION_EXPORTERS = ("torchscript", "dynamo")
+# the text models (polyeng.models.text_zoo, which needs transformers) likewise, each at batch 1
+# and 8 with a sequence of 128 and an attention mask that pads the odd rows
+TEXT_MODELS = ("bert", "distilbert", "gpt2")
+TEXT_SIZES = ({"batch": 1, "sequence": 128}, {"batch": 8, "sequence": 128})
 REFERENCE = "onnxruntime"
 RUNNERS = ("polyeng", "polyeng numba", "polyeng bf16", REFERENCE, "torch")
 PRECISION = {"polyeng bf16": "bf16"}   # the tolerance each runner's results are held to (else f32)
@@ -52,6 +56,9 @@ def model_files(cases: str | None) -> list[dict]:
     wanted += [{"file": f"{name}_{exporter}.onnx", "model": name, "exporter": exporter,
                 "opset": 17 if exporter == "torchscript" else "dynamo's", "vision": True}
                for name in vision_zoo.NAMES for exporter in VISION_EXPORTERS]
+    wanted += [{"file": f"{name}_{exporter}.onnx", "model": name, "exporter": exporter,
+                "opset": 17 if exporter == "torchscript" else "dynamo's", "text": dims}
+               for name in TEXT_MODELS for exporter in VISION_EXPORTERS for dims in TEXT_SIZES]
     if cases:
         every = wanted
         wanted = [e for e in wanted if any(s.strip() in e["file"] for s in cases.split(",") if s.strip())]
@@ -66,10 +73,18 @@ def _runners(entry: dict, threads: int, torch, torch_models: dict):
     if entry.get("vision"):
         from ..models import vision_zoo
         path = str(vision_zoo.cached_export(entry["model"], entry["exporter"]))
+    elif entry.get("text"):
+        from ..models import text_zoo
+        path = str(text_zoo.cached_export(entry["model"], entry["exporter"]))
     else:
         path = str(models.path(entry["file"]))
     graph = load_graph(path)
-    inputs = model_inputs(graph, {}, SIZES[entry["model"]])
+    if entry.get("text"):
+        from ..models import text_zoo
+        feed = text_zoo.example_inputs(entry["model"], entry["text"]["batch"], entry["text"]["sequence"])
+        inputs = model_inputs(graph, {name: (array, "text_zoo") for name, array in feed.items()}, {})
+    else:
+        inputs = model_inputs(graph, {}, SIZES[entry["model"]])
     arrays, runners, errors = inputs.arrays, {}, {}
 
     def in_scope(g, engine):
@@ -93,6 +108,8 @@ def _runners(entry: dict, threads: int, torch, torch_models: dict):
             if entry["model"] not in torch_models:
                 if entry.get("vision"):
                     from ..models.vision_zoo import build
+                elif entry.get("text"):
+                    from ..models.text_zoo import build
                 else:
                     from ..models.torch_zoo import build
                 torch_models[entry["model"]] = build(entry["model"])
@@ -112,7 +129,7 @@ def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict
     """One file: each runner's warm-up (and its result checked), then ``repeat`` interleaved rounds."""
     try:
         runners, errors, inputs = _runners(entry, threads, torch, torch_models)
-    except ImportError as exc:   # a vision model without torch to export it
+    except ImportError as exc:   # a vision or text model without torch (or transformers) to export it
         return {"file": entry["file"], "model": entry["model"], "exporter": entry["exporter"],
                 "opset": entry["opset"], "inputs": {}, "runners": {},
                 "errors": {name: _error_text(exc) for name in RUNNERS}}

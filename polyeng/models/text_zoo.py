@@ -20,6 +20,7 @@ SEEDS = {name: i + 30 for i, name in enumerate(NAMES)}
 VOCAB = 100
 WIDTH = 32
 IMAGE = 32
+POSITIONS = 256   # the longest sequence (the benchmark runs 128)
 
 
 def inputs_of(name: str) -> list:
@@ -60,14 +61,14 @@ def build(name: str):
     transformers = _import("transformers")
     common = {"hidden_size": WIDTH, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 2 * WIDTH}
     if name == "bert":
-        model = transformers.BertModel(transformers.BertConfig(vocab_size=VOCAB, max_position_embeddings=64, **common),
-                                       add_pooling_layer=False)
+        config = transformers.BertConfig(vocab_size=VOCAB, max_position_embeddings=POSITIONS, **common)
+        model = transformers.BertModel(config, add_pooling_layer=False)
     elif name == "distilbert":
         model = transformers.DistilBertModel(transformers.DistilBertConfig(
-            vocab_size=VOCAB, dim=WIDTH, n_layers=2, n_heads=2, hidden_dim=2 * WIDTH, max_position_embeddings=64))
+            vocab_size=VOCAB, dim=WIDTH, n_layers=2, n_heads=2, hidden_dim=2 * WIDTH, max_position_embeddings=POSITIONS))
     elif name == "gpt2":
         model = transformers.GPT2Model(transformers.GPT2Config(vocab_size=VOCAB, n_embd=WIDTH, n_layer=2, n_head=2,
-                                                               n_positions=64, use_cache=False))
+                                                               n_positions=POSITIONS, use_cache=False))
     elif name == "t5encoder":
         model = transformers.T5EncoderModel(transformers.T5Config(vocab_size=VOCAB, d_model=WIDTH, d_kv=WIDTH // 2,
                                                                   d_ff=2 * WIDTH, num_layers=2, num_heads=2))
@@ -94,7 +95,7 @@ def export(name: str, path, exporter: str) -> None:
                               dynamic_axes=axes, dynamo=False)
         elif exporter == "dynamo":
             batch = torch.export.Dim("batch", min=1, max=1024)
-            sequence = torch.export.Dim("sequence", min=2, max=64)
+            sequence = torch.export.Dim("sequence", min=2, max=POSITIONS)
             shapes = {n: ({0: batch} if name == "hf_vit" else {0: batch, 1: sequence}) for n in names}
             program = torch.onnx.export(model, args, input_names=names, output_names=[output],
                                         dynamic_shapes=shapes, dynamo=True, verbose=False)
