@@ -8,12 +8,13 @@ effect where the op was called (``polyeng.current_settings()``).
 
 Chunks: elementwise ops and data movement run block by block as the inputs are chunked
 (operands are aligned and broadcast as numpy does). The axes an op needs whole are rechunked to
-one chunk first: softmax's axis, layer_norm's normalized axes, mean's reduced axes, pooling's
-and upsampling's spatial axes (except max/avg pooling with non-overlapping windows, run block
-by block on stride-aligned chunks), lstm's and gru's time and feature axes, linear's input features,
-embedding's table, concat's axis, the dims reshape changes and the dims pad pads. matmul's
-contraction axis stays chunked: each output block sums the products of its blocks in the result
-dtype (f32 or f64; a 16-bit result is not split, so its f32 accumulation stays one).
+one chunk first: softmax's axis, layer_norm's normalized axes, the reduced axes of mean, sum,
+amax and amin, pooling's and upsampling's spatial axes (except max/avg pooling with
+non-overlapping windows, run block by block on stride-aligned chunks), lstm's and gru's time and
+feature axes, linear's input features, embedding's table, concat's axis, the dims
+reshape changes and the dims pad pads. matmul's contraction axis stays chunked: each output block
+sums the products of its blocks in the result dtype (f32 or f64; a 16-bit result is not split, so
+its f32 accumulation stays one).
 """
 from __future__ import annotations
 
@@ -191,7 +192,7 @@ def _layer_norm(c: LazyCall):
     return _along_axes(c, range(c.ndim - k, c.ndim), weights=("weight", "bias"))
 
 
-def _mean(c: LazyCall):
+def _reduction(c: LazyCall):
     x = c.args["x"]
     index = _LOOP[:x.ndim]
     reduced = c.args["axis"]
@@ -366,7 +367,7 @@ def _reshape(c: LazyCall):
 # The chunking rules an OpSpec names (``OpSpec.chunking``): kinds of block structure, not ops.
 RULES = {
     "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax,
-    "layer_norm": _layer_norm, "mean": _mean, "pooling": _pooling, "upsample": _upsample, "recurrent": _recurrent,
-    "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape, "conv": _conv,
-    "batch_norm": _batch_norm, "pad": _pad,
+    "layer_norm": _layer_norm, "reduction": _reduction, "pooling": _pooling, "upsample": _upsample,
+    "recurrent": _recurrent, "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape,
+    "conv": _conv, "batch_norm": _batch_norm, "pad": _pad,
 }

@@ -68,3 +68,43 @@ __kernel void mean_partials(__global const real *partial, __global elem *y, cons
     for (size_t c = 0; c < chunks; ++c) PUSH(stack, top, blocks, partial[r * chunks + c]);
     STORE(y, r, drain(stack, top, (real)0) / count);
 }
+
+// sum of integers (ITYPE, the input's type) over the last axis of a contiguous (rows, n) view, in
+// 64-bit unsigned words: they wrap around where long would overflow, with the bits numpy's int64
+// sum has. The order of the additions cannot change an integer sum, so there are no blocks.
+#ifdef ITYPE
+inline ulong int_sum(__global const ITYPE *x, const size_t start, const size_t count) {
+    ulong16 acc = (ulong16)0;
+    size_t k = 0;
+    for (; k + 16 <= count; k += 16) acc += as_ulong16(convert_long16(vload16(0, x + start + k)));
+    const ulong8 a = acc.lo + acc.hi;
+    const ulong4 b = a.lo + a.hi;
+    const ulong2 c = b.lo + b.hi;
+    ulong total = c.lo + c.hi;
+    for (; k < count; ++k) total += (ulong)(long)x[start + k];
+    return total;
+}
+
+__kernel void int_sum_rows(__global const ITYPE *x, __global long *y, const ulong rows, const ulong n) {
+    const size_t r = get_global_id(0);
+    if (r >= rows) return;
+    y[r] = as_long(int_sum(x, r * n, n));
+}
+
+__kernel void int_partial_sums(__global const ITYPE *x, __global ulong *partial, const ulong rows, const ulong n,
+                               const ulong chunks, const ulong chunk) {
+    const size_t c = get_global_id(0), r = get_global_id(1);
+    if (c >= chunks || r >= rows) return;
+    const size_t start = c * chunk;
+    partial[r * chunks + c] = int_sum(x, r * n + start, min((size_t)chunk, (size_t)n - start));
+}
+
+__kernel void int_sum_partials(__global const ulong *partial, __global long *y, const ulong rows,
+                               const ulong chunks) {
+    const size_t r = get_global_id(0);
+    if (r >= rows) return;
+    ulong total = 0;
+    for (size_t c = 0; c < chunks; ++c) total += partial[r * chunks + c];
+    y[r] = as_long(total);
+}
+#endif
