@@ -11,7 +11,7 @@ Chunks: elementwise ops and data movement run block by block as the inputs are c
 one chunk first: softmax's axis, layer_norm's normalized axes, the reduced axes of mean, sum,
 amax and amin, pooling's and upsampling's spatial axes (except max/avg pooling with
 non-overlapping windows, run block by block on stride-aligned chunks), lstm's and gru's time and
-feature axes, linear's input features, embedding's table, concat's axis, the dims
+feature axes, linear's input features, embedding's table, concat's and split's axis, the dims
 reshape changes and the dims pad pads. matmul's contraction axis stays chunked: each output block
 sums the products of its blocks in the result dtype (f32 or f64; a 16-bit result is not split, so
 its f32 accumulation stays one).
@@ -340,6 +340,18 @@ def _permute(c: LazyCall):
     return c.build("".join(index[d] for d in c.args["dims"]))
 
 
+def _split(c: LazyCall):
+    """The split axis whole (a piece may take rows of two chunks), the others chunked as given;
+    one task per block makes every piece of it, each piece a dask array of its own."""
+    x, axis = c.args["x"], c.args["axis"]
+    index = _LOOP[:x.ndim]
+    c.put("x", index)
+    loop = index[:axis] + index[axis + 1:]
+    return tuple(c.several(loop, [((k,), index[:axis] + _OTHER[k % 26] + index[axis + 1:], c.prepared.dtype,
+                                   {_OTHER[k % 26]: shape[axis]}) for k, shape in enumerate(c.prepared.shapes)],
+                           whole=index[axis]))
+
+
 def _pad(c: LazyCall):
     """The padded dims whole (an output block at either end reads the far end of its dim: reflect
     mirrors about it); the others, pads (0, 0) included, chunked as given."""
@@ -369,5 +381,5 @@ RULES = {
     "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax,
     "layer_norm": _layer_norm, "reduction": _reduction, "pooling": _pooling, "upsample": _upsample,
     "recurrent": _recurrent, "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape,
-    "conv": _conv, "batch_norm": _batch_norm, "pad": _pad,
+    "conv": _conv, "batch_norm": _batch_norm, "pad": _pad, "split": _split,
 }
