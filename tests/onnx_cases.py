@@ -1029,11 +1029,12 @@ def _unique(cases):
 from onnx_cases_conv import convolutions  # noqa: E402  (the conv cases, built with the blocks above)
 from onnx_cases_indexing import splits  # noqa: E402
 from onnx_cases_logic import logic_cases  # noqa: E402
+from onnx_cases_gru import grus, grus_refused  # noqa: E402
 
 SUPPORTED = _unique(arithmetic() + activations() + matmuls() + pooling() + reduce_means() + resizes() + movement()
                     + convolutions() + splits() + pads_and_dropouts() + logic_cases()
-                    + lstms() + gathers() + plumbing() + composites() + composites(13) + composites(21)
+                    + lstms() + grus() + gathers() + plumbing() + composites() + composites(13) + composites(21)
                     + zero_batch() + (composites(NEWEST_OPSET) if NEWEST_OPSET > 21 else []))
-UNSUPPORTED = _unique(unsupported())
+UNSUPPORTED = _unique(unsupported() + grus_refused())
 PAD_CROPS = _unique(pad_crops())
 EITHER = _unique(either())
