@@ -30,26 +30,32 @@ def _t(rng, dtype, *shape):
     return rng.standard_normal(shape).astype(np.float32).astype(dtype)
 
 
-def _lstm(rng, dtype, scale):
-    seq, batch, inp, hidden = 64, _batch(32, scale), 256, 256
-    k = 1 / np.sqrt(hidden)
-    w = lambda *s: (rng.uniform(-k, k, s)).astype(np.float32).astype(dtype)   # noqa: E731  torch's init range
-    params = [(w(4 * hidden, inp), w(4 * hidden, hidden), w(4 * hidden), w(4 * hidden))]
-    return (_t(rng, dtype, seq, batch, inp), params), {}
+def _recurrent(gates: int):
+    """An lstm (4 gates) or gru (3) case: one layer, seq 64, batch 32 (scaled), 256 -> 256."""
+    def make(rng, dtype, scale):
+        seq, batch, inp, hidden = 64, _batch(32, scale), 256, 256
+        k = 1 / np.sqrt(hidden)
+        w = lambda *s: (rng.uniform(-k, k, s)).astype(np.float32).astype(dtype)   # noqa: E731  torch's init range
+        params = [(w(gates * hidden, inp), w(gates * hidden, hidden), w(gates * hidden), w(gates * hidden))]
+        return (_t(rng, dtype, seq, batch, inp), params), {}
+    return make
 
 
-def _torch_lstm(torch, F, args, kwargs):
-    x, params = args
-    w_ih, w_hh = params[0][:2]
-    module = torch.nn.LSTM(w_ih.shape[1], w_hh.shape[1], dtype=x.dtype)
-    with torch.no_grad():
-        for name, value in zip(("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"), params[0]):
-            getattr(module, name).copy_(value)
-
-    def call():
+def _torch_recurrent(module_name: str):
+    """torch.nn.LSTM or torch.nn.GRU holding the case's weights."""
+    def build(torch, F, args, kwargs):
+        x, params = args
+        w_ih, w_hh = params[0][:2]
+        module = getattr(torch.nn, module_name)(w_ih.shape[1], w_hh.shape[1], dtype=x.dtype)
         with torch.no_grad():
-            return module(x)
-    return call
+            for name, value in zip(("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"), params[0]):
+                getattr(module, name).copy_(value)
+
+        def call():
+            with torch.no_grad():
+                return module(x)
+        return call
+    return build
 
 
 def _conv(x_shape, w_shape, **kwargs):
@@ -110,7 +116,8 @@ CASES = [
     Case("select", "select", lambda r, d, s: ((r.random((_batch(32, s), 12, 128, 128)) > 0.5,
                                               _t(r, d, _batch(32, s), 12, 128, 128), _t(r, d, 1, 1, 1, 128)), {}),
          lambda t, F, a, k: lambda: t.where(*a)),
-    Case("lstm", "lstm", _lstm, _torch_lstm),
+    Case("lstm", "lstm", _recurrent(4), _torch_recurrent("LSTM")),
+    Case("gru", "gru", _recurrent(3), _torch_recurrent("GRU")),
     Case("matmul", "matmul", lambda r, d, s: ((_t(r, d, _batch(32, s) * 128, 768), _t(r, d, 768, 768)), {}),
          lambda t, F, a, k: lambda: t.matmul(*a)),
     Case("add", "add", lambda r, d, s: ((_t(r, d, _batch(8, s), 64, 56, 56), _t(r, d, _batch(8, s), 64, 56, 56)), {}),
