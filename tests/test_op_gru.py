@@ -476,3 +476,25 @@ def test_gru_on_dask_arrays_is_lazy_and_equals_the_eager_call(chunks):
     got = da.compute(y, h, scheduler="sync")
     for g, w in zip(got, want):   # a block of one sequence takes BLAS's vector product: not bit for bit
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_gru_in_a_graph_saves_loads_and_runs_mixed_precision(tmp_path):
+    from polyeng import amp
+    from polyeng.graph import load, trace
+    rng = np.random.default_rng(17)
+    params = gru_params(rng, 5, 8, 2, 1, "ih_only")
+
+    def fn(x, h0):
+        y, h = polyeng.gru(x, params, h0, reset_after=False)
+        return polyeng.linear(y, params[1][1][:4]), h
+    x, h0 = rng.standard_normal((6, 2, 5)).astype(np.float32), rng.standard_normal((2, 2, 8)).astype(np.float32)
+    graph = trace(fn, x, h0)
+    assert [n.op for n in graph.nodes] == ["gru", "linear"] and graph.nodes[0].attrs["reset_after"] is False
+    want = fn(x, h0)
+    graph.save(tmp_path / "gru.polyeng")
+    assert_same_tree(want, load(tmp_path / "gru.polyeng")(x, h0), rtol=0, atol=0)
+    mixed = amp.to_mixed_precision(graph, "bfloat16")
+    assert [n.amp.mixed for n in mixed.nodes if n.op in ("gru", "linear")] == [True, True]
+    for got, expected in zip(mixed(x, h0), want):
+        assert got.dtype == np.float32
+        assert np.max(np.abs(got - expected)) < 2e-2 * max(1.0, np.max(np.abs(expected)))

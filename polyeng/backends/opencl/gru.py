@@ -28,8 +28,8 @@ def _layer_launches(reset_after: bool, h_state, w_hh_t, gates, reset_h, shape, s
     """The GEMM launches of one step, in order; with ``reset_after=False`` ``gru_reset`` goes between them."""
     batch, hidden, dirs = shape.batch, shape.hidden_size, shape.num_directions
     three_hidden = 3 * hidden
-    common = dict(ldb=three_hidden, ldc=three_hidden, acc=compute, batch=(1, dirs), b_strides=(0, hidden * three_hidden),
-                  c_strides=(0, batch * three_hidden))
+    common = dict(ldb=three_hidden, ldc=three_hidden, acc=compute, batch=(1, dirs),
+                  b_strides=(0, hidden * three_hidden), c_strides=(0, batch * three_hidden))
     if reset_after:
         return [gemm_launch(h_state, w_hh_t, gates, batch, three_hidden, hidden, lda=hidden,
                             offsets=(state_off, 0, 0), a_strides=(0, batch * hidden), **common)]
