@@ -104,3 +104,13 @@ def test_polyeng_run_compare_with_inputs_by_name(name, exporter, tmp_path):
     report = json.loads((tmp_path / "run.json").read_text())
     diffs = report["compare"]["max_abs_diff"]
     assert report["compare"]["runtime"].startswith("onnxruntime") and max(diffs.values()) < 1e-3, report["compare"]
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+def test_bert_runs_few_host_nodes_per_call(exporter):
+    """The mask building and shape arithmetic of BERT's exports run as a few host programs and
+    reshapes (the torchscript export ran 119 host nodes per call before they were fused)."""
+    _, graph, _ = model("bert", exporter)
+    host = [n for n in graph.nodes if n.op.startswith("onnx.")]
+    assert len(host) <= 20, sorted(n.op for n in host)
+    assert sum(n.op == "onnx.program" for n in host) >= 1

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..onnx.host_programs import PROGRAM, pass_through_source   # runs without the onnx package
 from . import BenchError
 
 SEED = 0
@@ -15,7 +16,7 @@ SMALL_INT_HIGH = 10  # integer inputs that index no embedding take values in [0,
 
 
 # Nodes between a model input and an embedding that keep the ids' values: the loader's wrap of
-# negative ONNX indices, and reshapes.
+# negative ONNX indices, and reshapes (inside a program of host steps too).
 PASS_IDS = ("onnx.wrap_indices", "onnx.reshape", "onnx.unsqueeze", "onnx.squeeze", "onnx.flatten", "reshape")
 
 
@@ -28,8 +29,9 @@ def embedding_rows(graph) -> dict:
         if node.op != "embedding" or getattr(weight, "name", None) not in constants:
             continue
         source = getattr(ids, "name", None)
-        while source in made_by and made_by[source].op in PASS_IDS:
-            source = made_by[source].inputs[0]
+        while source in made_by and made_by[source].op in PASS_IDS + (PROGRAM,):
+            maker = made_by[source]
+            source = maker.inputs[0] if maker.op != PROGRAM else pass_through_source(maker, source, PASS_IDS)
         if source in inputs:
             found = constants[weight.name].shape[0]
             rows[source] = min(rows.get(source, found), found)

@@ -227,6 +227,9 @@ class _Pass:
     def _output_dtypes(self, node, args) -> list:
         """The dtypes the node's outputs have with these (converted) arguments."""
         spec = lookup(node.op, "node op")
+        if node.op == "onnx.program":   # host steps of an imported model, each by its own rule
+            from ..onnx.host_programs import result_dtypes
+            return [np.dtype(d) for d in result_dtypes(args, lambda ref: self.types[ref.name][0])]
         if spec.host:
             names = ref_names(args)
             out = spec.result_type(args, self.types[names[0]][0] if names else node.dtype)

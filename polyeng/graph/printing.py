@@ -50,6 +50,10 @@ def table(graph) -> str:
     for node in graph.nodes:
         inputs = ", ".join(node.inputs)
         attrs = _attrs_text(node)
+        if node.op == "onnx.program":   # host steps run as one node: its inputs less the constants, and its steps
+            inputs = ", ".join(dict.fromkeys(n for n in node.inputs if n not in graph.constants))
+            steps = [step[1].removeprefix("onnx.") for step in node.args["steps"]]
+            attrs = f"{len(steps)} host steps ({', '.join(f'{op} {steps.count(op)}' for op in dict.fromkeys(steps))})"
         if attrs:
             inputs = f"{inputs}; {attrs}" if inputs else attrs
         outputs = ", ".join(f"{name} {type_text(*t)}" for name, t in zip(node.outputs, node.types))

@@ -307,7 +307,8 @@ def _registered() -> None:
     from ..engine.mixed_precision import Category
     from ..graph.numpy_nodes import getitem
     from ..ops.catalogue import OpSpec, register_host
-    for name, function in {**RUN, "onnx.getitem": getitem}.items():
+    from .host_programs import PROGRAM, program
+    for name, function in {**RUN, "onnx.getitem": getitem, PROGRAM: program}.items():
         register_host(OpSpec(name=name, function=function, host=True, category=Category.FOLLOW,
                              result_type=lambda args, dtype, op=name: result_type(op, args, dtype)))
 

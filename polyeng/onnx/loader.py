@@ -6,7 +6,7 @@ import numpy as np
 from ..graph.graph import Graph
 from ..graph.ir import Ref
 from . import model as onnx_model
-from . import budget, registry, validate
+from . import budget, host_programs, registry, validate
 # The converter and fusion modules: each registers its functions with ``registry`` on import.
 from . import ops_conv, ops_logic, ops_math, ops_matmul, ops_nn, ops_recurrent, ops_shape, ops_split, patterns  # noqa: F401
 from ..graph.ir import unique
@@ -74,7 +74,7 @@ def load(model, base_dir=None, max_bytes=None) -> Graph:
         if vi.name not in b.values:
             raise ValueError(f"graph output {vi.name!r} is not computed by any node")
         outputs.append(b.ref(b.get(vi.name)))
-    nodes = _live(b.nodes, outputs)
+    nodes = host_programs.fuse(_live(b.nodes, outputs), b.constants, {v.name for v in inputs}, outputs)
     used = {n for node in nodes for n in node.inputs} | {r.name for r in outputs}
     constants = {k: v for k, v in b.constants.items() if k in used}
     types_used = {k: v for k, v in b.graph_types.items()

@@ -1,0 +1,175 @@
+"""Runs of host nodes as one node: the shape arithmetic and mask building of an imported model.
+
+After conversion an exported transformer still holds dozens of ``onnx.*`` host nodes per call:
+``Shape``, ``Gather``, ``Unsqueeze`` and ``Concat`` chains building reshape targets from named
+dims, and the ``Range``/comparison/``And`` chains building attention masks from the sequence
+length and the mask input. Each is a graph node with its own dispatch. ``fuse`` gathers them
+into ``onnx.program`` nodes, one per place they can run: every host node whose inputs are
+constants, graph inputs, the shape of any tensor (``Shape``), or results of other such nodes
+joins the program placed right after the last polyeng node it waits for. The program runs the
+same host functions in the same order, so results are unchanged; an error names the ONNX node
+of the step that raised it.
+
+This module is also the run-time half of the programs (``program``, a host op), so it imports
+neither ``onnx`` nor the converters.
+"""
+from __future__ import annotations
+
+from ..engine.call import map_arrays
+from ..graph.ir import Node, Ref, by_output_index, leaves
+
+# the host ops a program may hold: each computes small values on the host from its inputs
+STEP_OPS = frozenset({
+    "onnx.shape", "onnx.gather", "onnx.concat", "onnx.binary", "onnx.compare", "onnx.logical", "onnx.isnan",
+    "onnx.isinf", "onnx.extremum", "onnx.reduce", "onnx.range", "onnx.constant_of_shape", "onnx.expand",
+    "onnx.slice", "onnx.astype", "onnx.where", "onnx.unsqueeze", "onnx.squeeze", "onnx.reshape", "onnx.flatten",
+    "onnx.gather_elements", "onnx.gather_nd", "onnx.wrap_indices", "onnx.getitem",
+})
+PROGRAM = "onnx.program"
+
+
+def _is_slot(value) -> bool:
+    return type(value) is dict and len(value) == 1 and "slot" in value
+
+
+def program(values, steps, outputs):
+    """Run ``steps`` ([name, op, args, out] each, ``{"slot": i}`` in args for the i-th value: the
+    ``values`` first, then each step's results in order) and return the ``outputs`` slots."""
+    from .host_ops import RUN
+    from ..graph.numpy_nodes import getitem
+    slots = list(values)
+    for name, op, args, out in steps:
+        if op not in STEP_OPS:
+            raise ValueError(f"{PROGRAM}: step {name!r} runs {op!r}, which is not a host op a program may hold")
+        try:
+            kwargs = map_arrays(args, lambda s: slots[s["slot"]], _is_slot)
+            result = (getitem if op == "onnx.getitem" else RUN[op])(**kwargs)
+        except IndexError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+        except (ValueError, TypeError) as exc:
+            raise type(exc)(f"{name}: {exc}") from None
+        for _, value in sorted(by_output_index(out, result), key=lambda pair: pair[0]):
+            slots.append(value)
+    return tuple(slots[i] for i in outputs)
+
+
+def _slots_in(args) -> list:
+    return leaves(args, _is_slot)
+
+
+def _result_count(out) -> int:
+    return len(leaves(out, lambda v: type(v) is int))
+
+
+def result_dtypes(args, dtype_of) -> list:
+    """The dtype of each output of a program whose ``values`` have ``dtype_of(ref)``, step by step
+    by each host op's own rule (the mixed precision pass asks: a value read for its shape may
+    have become bf16 without changing anything the program computes)."""
+    from ..ops.catalogue import lookup
+    dtypes = [dtype_of(ref) for ref in args["values"]]
+    for _, op, step_args, out in args["steps"]:
+        slots = _slots_in(step_args)
+        first = dtypes[slots[0]["slot"]] if slots else None
+        dtype = lookup(op).result_type(step_args, first)
+        dtypes.extend([dtype] * _result_count(out))
+    return [dtypes[i] for i in args["outputs"]]
+
+
+def pass_through_source(node, name: str, passing) -> str | None:
+    """The value a program's output ``name`` is made from through steps of ``passing`` ops only
+    (each step's first input), when that is one of the program's inputs, else None."""
+    args = node.args
+    producer, count = {}, len(args["values"])
+    for step in args["steps"]:
+        for _ in range(_result_count(step[3])):
+            producer[count] = step
+            count += 1
+    slot = args["outputs"][node.outputs.index(name)]
+    while slot >= len(args["values"]):
+        _, op, step_args, _ = producer[slot]
+        slots = _slots_in(step_args)
+        if op not in passing or not slots:
+            return None
+        slot = slots[0]["slot"]
+    return args["values"][slot].name
+
+
+def fuse(nodes: list, constants, graph_inputs, outputs) -> list:
+    """``nodes`` with each group of two or more host nodes that can run together replaced by one
+    ``onnx.program`` node, placed after the last node the group waits for."""
+    position = {}          # value name -> index of the node that makes it
+    for i, node in enumerate(nodes):
+        for name in node.outputs:
+            position[name] = i
+    ready = {}             # node index -> the index of the last non-host node it waits for (-1: none)
+    for i, node in enumerate(nodes):
+        if node.op not in STEP_OPS:
+            continue
+        wait, ok = -1, True
+        for arg, value in node.args.items():
+            for ref in leaves(value):
+                if ref.name in constants or ref.name in graph_inputs:
+                    continue
+                j = position[ref.name]
+                if j in ready:
+                    wait = max(wait, ready[j])
+                elif node.op == "onnx.shape" and arg == "x":   # only the shape is read
+                    wait = max(wait, j)
+                else:
+                    ok = False
+        if ok:
+            ready[i] = wait
+    groups: dict = {}
+    for i, wait in ready.items():
+        groups.setdefault(wait, []).append(i)
+    if all(len(members) == 1 for members in groups.values()):
+        return nodes
+    readers: dict = {}     # value name -> the waits of the groups reading it (None: a node in no group)
+    for i, node in enumerate(nodes):
+        for name in node.inputs:
+            readers.setdefault(name, set()).add(ready.get(i))
+    for ref in outputs:
+        readers.setdefault(ref.name, set()).add(None)
+    # each group runs right after the node it waits for: a lone node moves there as it is
+    placed = {}
+    for wait, members in groups.items():
+        needed = {name for i in members for name in nodes[i].outputs if readers.get(name, set()) - {wait}}
+        placed[wait] = _program(nodes, members, needed) if len(members) > 1 else nodes[members[0]]
+    result = [placed[-1]] if -1 in placed else []
+    for i, node in enumerate(nodes):
+        if i not in ready:
+            result.append(node)
+            if i in placed:
+                result.append(placed[i])
+    return result
+
+
+def _program(nodes: list, members: list, needed: set) -> Node:
+    """One node running ``members`` (indices into ``nodes``, in order)."""
+    slot_of, values, steps = {}, [], []
+
+    def slot(ref):
+        if ref.name not in slot_of:
+            slot_of[ref.name] = len(values)
+            values.append(Ref(ref.name))
+        return {"slot": slot_of[ref.name]}
+    inside = {name for i in members for name in nodes[i].outputs}
+    for i in members:   # external inputs first: their slots come before any step's result
+        for ref in leaves(nodes[i].args):
+            if ref.name not in inside:
+                slot(ref)
+    count = len(values)
+    for i in members:
+        node = nodes[i]
+        args = map_arrays(node.args, lambda ref: {"slot": slot_of[ref.name]} if ref.name in slot_of else slot(ref),
+                          lambda v: type(v) is Ref)
+        steps.append([node.name, node.op, args, node.out])
+        for name in node.outputs:
+            slot_of[name] = count
+            count += 1
+    out_names = [name for i in members for name in nodes[i].outputs if name in needed]
+    types = {name: t for i in members for name, t in zip(nodes[i].outputs, nodes[i].types)}
+    first = nodes[members[0]].name
+    return Node(name=f"{first}.program", op=PROGRAM,
+                args={"values": values, "steps": steps, "outputs": [slot_of[name] for name in out_names]},
+                outputs=out_names, out=tuple(range(len(out_names))), types=[types[n] for n in out_names])

@@ -1,0 +1,109 @@
+"""Host steps of an imported model run as ``onnx.program`` nodes (``polyeng.onnx.host_programs``):
+the same results with fewer nodes, placed after what they wait for, named in errors, saved and
+converted like any node."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+import polyeng
+import polyeng.amp
+import polyeng.graph
+import polyeng.onnx
+
+pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+from onnx_cases import F32, I64, build, constant, i64, node  # noqa: E402
+
+
+def _mask_model():
+    """A padding mask from an int mask input And a causal mask from Range over the sequence (host
+    steps that wait for nothing), and a reshape of a computed tensor to (batch * seq, -1) whose
+    target comes from that tensor's shape (steps that wait for the tensor)."""
+    nodes = [node("Relu", ["x"], ["h"]), node("Shape", ["h"], ["shape"]),
+             constant("i0", i64(0)), constant("i1", i64(1)), constant("ax0", i64(0)), constant("ax1", i64(1)),
+             node("Gather", ["shape", "i0"], ["batch"]), node("Gather", ["shape", "i1"], ["seq"]),
+             constant("rest", i64(-1)), node("Mul", ["batch", "seq"], ["rows"]),
+             node("Concat", ["rows", "rest"], ["target"], axis=0),
+             node("Reshape", ["h", "target"], ["split"]),
+             node("Shape", ["mask"], ["mshape"]), node("Gather", ["mshape", "i1"], ["s"]),
+             constant("zero", np.array(0, np.int64)), constant("one", np.array(1, np.int64)),
+             node("Squeeze", ["s"], ["s0"]), node("Range", ["zero", "s0", "one"], ["positions"]),
+             node("Unsqueeze", ["positions", "ax0"], ["row"]), node("Unsqueeze", ["positions", "ax1"], ["column"]),
+             node("LessOrEqual", ["row", "column"], ["causal"]), node("Cast", ["mask"], ["padding"], to=9),
+             node("Unsqueeze", ["padding", "ax1"], ["kept"]), node("And", ["causal", "kept"], ["allowed"]),
+             node("Cast", ["allowed"], ["allowed_f"], to=1)]
+    return build(nodes, [("x", F32, ["N", "S", 8]), ("mask", I64, ["N", "S"])],
+                 [("split", F32), ("allowed_f", F32)])
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    model = _mask_model()
+    return model, polyeng.onnx.load(model)
+
+
+def _inputs(n=2, s=5):
+    rng = np.random.default_rng(n * 10 + s)
+    mask = np.ones((n, s), np.int64)
+    mask[-1, s // 2:] = 0
+    return {"x": rng.standard_normal((n, s, 8)).astype(np.float32), "mask": mask}
+
+
+def test_host_steps_become_programs_and_match_onnxruntime(loaded):
+    model, graph = loaded
+    ops = collections.Counter(n.op for n in graph.nodes)
+    assert ops["onnx.program"] == 2, ops                       # one waits for nothing, one for relu
+    assert not any(op.startswith("onnx.") and op != "onnx.program" for op in ops if op != "onnx.reshape"), ops
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, s in ((2, 5), (3, 4)):
+        feed = _inputs(n, s)
+        for got, want in zip(graph(**feed), session.run(None, feed)):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_program_runs_after_the_node_whose_shape_it_reads(loaded):
+    _, graph = loaded
+    order = [n.op for n in graph.nodes]
+    programs = [i for i, n in enumerate(graph.nodes) if n.op == "onnx.program"]
+    assert programs[0] == 0 and order.index("relu") < programs[1]
+
+
+def test_print_lists_a_programs_steps(loaded):
+    _, graph = loaded
+    text = str(graph)
+    assert "onnx.program" in text and "host steps (" in text and "range 1" in text
+
+
+def test_saved_and_loaded_and_converted_programs_give_the_same_results(loaded, tmp_path):
+    _, graph = loaded
+    feed = _inputs()
+    graph.save(tmp_path / "g.polyeng")
+    again = polyeng.graph.load(tmp_path / "g.polyeng")
+    for got, want in zip(again(**feed), graph(**feed)):
+        np.testing.assert_array_equal(got, want)
+    converted = polyeng.amp.to_mixed_precision(graph, "bfloat16", missing_op_mode="error")
+    got_split, got_mask = converted(**feed)
+    want_split, want_mask = graph(**feed)
+    np.testing.assert_array_equal(got_mask, want_mask)
+    np.testing.assert_allclose(got_split.astype(np.float32), want_split, rtol=1e-2, atol=1e-2)
+
+
+def test_a_failing_step_names_its_onnx_node():
+    nodes = [node("Shape", ["x"], ["shape"]), constant("i1", i64(1)), node("Gather", ["shape", "i1"], ["n"]),
+             constant("zero", np.array(0, np.int64)), node("Squeeze", ["n"], ["n0"]),
+             node("Sub", ["n0", "n0"], ["step"]), node("Range", ["zero", "n0", "step"], ["r"], name="the_range"),
+             node("Cast", ["r"], ["y"], to=1)]
+    graph = polyeng.onnx.load(build(nodes, [("x", F32, [2, "S"])], [("y", F32)]))
+    assert any(n.op == "onnx.program" for n in graph.nodes)
+    with pytest.raises(ValueError, match=r"the_range: Range: delta is 0"):
+        graph(np.zeros((2, 3), np.float32))
+
+
+def test_a_program_refuses_a_step_that_is_not_a_host_op():
+    from polyeng.onnx.host_programs import program
+    with pytest.raises(ValueError, match=r"step 'evil' runs 'relu'"):
+        program([np.ones(3)], [["evil", "relu", {"x": {"slot": 0}}, 0]], [1])
