@@ -1,6 +1,7 @@
-"""Split: each output is a slice of the input along ``axis`` (sizes from the ``split`` input, the
-opset 13-17 form, or ``num_outputs`` from opset 18, or equal parts). On a data tensor the slices
-are indexing nodes (``onnx.getitem``, as Slice's), which the host runs; on constants they fold."""
+"""Split: the input's pieces along ``axis`` (sizes from the ``split`` input, the opset 13-17 form,
+or ``num_outputs`` from opset 18, or equal parts). On a tensor polyeng computes it is one
+``split`` node (GPT-2's and ViT's fused QKV projection); on constants the pieces fold, and on
+shape values they are host slices."""
 from __future__ import annotations
 
 from .builder import Unsupported
@@ -37,12 +38,20 @@ def split(n: OnnxNode) -> None:
         raise Unsupported("the input's rank is unknown")
     axis = positive_axis(int(n.attr("axis", 0)), x.rank)
     sizes = _sizes(n, x.shape[axis] if x.shape is not None else None)
+    if x.kind == "data":
+        types = [n.out_type(i, x.dtype) if n.used(i) else (x.dtype, None) for i in range(len(sizes))]
+        names = [n.output_names[i] if n.used(i) else f"{n.name}.{i}" for i in range(len(sizes))]
+        pieces = n.b.emit("split", {"x": x, "split_size_or_sections": list(sizes), "axis": axis}, types,
+                          names=names, out=tuple(range(len(sizes))), node_name=n.name)
+        for i, piece in enumerate(pieces):
+            n.set(i, piece)
+        return
     start = 0
     for i, size in enumerate(sizes):
         key = (slice(None),) * axis + (slice(start, start + size),)
         start += size
         if n.used(i):
-            if x.kind == "data" or x.is_const:
+            if x.is_const:
                 n.emit("onnx.getitem", {"x": x, "key": key}, i=i)
             else:
                 n.emit("onnx.slice", {"x": x, "starts": [key[axis].start], "ends": [key[axis].stop], "axes": [axis],
