@@ -8,6 +8,8 @@ gives that NaN (``a``'s when both are: numpy's rule, payload and sign kept), and
 +0.0, so ``maximum(-0.0, 0.0)`` is +0.0 whichever side each zero is on (numpy returns either
 zero, depending on the operand order and the loop it takes). The result is always one of the
 operands' values, so both ops are exact: bit for bit the same on every engine, in any fp math mode.
+Being exact where numpy is not, they are not numpy's ``maximum`` and ``minimum`` ufuncs, which a
+graph trace therefore does not record as them.
 """
 from __future__ import annotations
 
@@ -97,11 +99,11 @@ def _spec(name, function, min_elements, **catalogue):
 # thresholds: where NUMBA overtook BASIC on f32 operands of equal shapes, the elements of both
 # counted (NUMBA/BASIC speed just above and below): 1.26x at 2**19, 1.00x at 2**18 (BASIC is
 # numpy's SIMD maximum plus a scan for pairs of zeros; NUMBA wins once its threads share the work)
-MAXIMUM = _spec("maximum", maximum, 1 << 19, ufuncs=("maximum",),
+MAXIMUM = _spec("maximum", maximum, 1 << 19,
                 example=lambda t, rng: ((t(2, 3, 8, 8), t(1, 3, 1, 8)), {}),
                 zero_size=lambda z: ((z(0, 3), z(1, 3)), {}, (0, 3)))
 # 1.29x, 1.02x
-MINIMUM = _spec("minimum", minimum, 1 << 19, ufuncs=("minimum",),
+MINIMUM = _spec("minimum", minimum, 1 << 19,
                 example=lambda t, rng: ((t(4, 33), 0.25), {}),
                 zero_size=lambda z: ((z(2, 0), 1.5), {}, (2, 0)))
 SPECS = [MAXIMUM, MINIMUM]
