@@ -118,27 +118,27 @@ def _spec(name, function, min_elements, **catalogue):
                   recommend=_recommend.jit_from(min_elements), preference=_recommend.PREFERENCE, **catalogue)
 
 
-# threshold: add's. NUMBA/BASIC on f32 of equal shapes, elements of both operands, measured in the
-# same runs as add (whose 2**19 was measured on a quieter machine) at load 3.3-3.9 on 2 cores:
-# equal 0.61-0.63x at 2**20, 0.92-0.98x at 2**22, 0.97-1.04x at 2**23-2**24 and less 0.60-0.68x,
-# 0.82-0.90x, 0.91-1.16x, where add ran 0.64-0.70x, 0.78-0.79x, 0.69-0.94x: numpy's comparison
-# loops are as fast as its add loop and NUMBA's walk is arithmetic's, so they cross where add does
-EQUAL = _spec("equal", equal, 1 << 19,
+# threshold: where NUMBA overtook BASIC, on f32 of equal shapes, elements of both operands, in the
+# quietest runs of the day (2 cores, load 0.8-1.2): equal 0.80-0.95x at 2**21, 0.86-1.45x at 2**22,
+# 0.93-1.07x at 2**23; less 0.76-1.09x, 0.78-1.54x, 0.94-1.25x. numpy's comparison loop runs at
+# memory speed on one thread, and waking NUMBA's pool costs more than the loop below 2**21
+# (equal 0.45-0.59x at 2**19-2**20); add ran 0.73-0.85x from 2**21 to 2**23 in the same runs
+EQUAL = _spec("equal", equal, 1 << 22,
               example=lambda t, rng: ((t(2, 3, 8, 8), t(1, 3, 1, 1)), {}),
               zero_size=lambda z: ((z(0, 3), z(1, 3)), {}, (0, 3)))
-NOT_EQUAL = _spec("not_equal", not_equal, 1 << 19,
+NOT_EQUAL = _spec("not_equal", not_equal, 1 << 22,
                   example=lambda t, rng: ((t(4, 33), t(33)), {}),
                   zero_size=lambda z: ((z(2, 0), 1.5), {}, (2, 0)))
-GREATER = _spec("greater", greater, 1 << 19,
+GREATER = _spec("greater", greater, 1 << 22,
                 example=lambda t, rng: ((t(4, 33), 0.25), {}),
                 zero_size=lambda z: ((z(0, 1), z(4)), {}, (0, 4)))
-GREATER_EQUAL = _spec("greater_equal", greater_equal, 1 << 19,
+GREATER_EQUAL = _spec("greater_equal", greater_equal, 1 << 22,
                       example=lambda t, rng: ((t(2, 3, 8, 8), t(2, 3, 8, 8)), {}),
                       zero_size=lambda z: ((z(3, 0), z(1)), {}, (3, 0)))
-LESS = _spec("less", less, 1 << 19,
+LESS = _spec("less", less, 1 << 22,
              example=lambda t, rng: ((t(5, 1, 7), t(1, 6, 7)), {}),
              zero_size=lambda z: ((0.0, z(0, 2)), {}, (0, 2)))
-LESS_EQUAL = _spec("less_equal", less_equal, 1 << 19,
+LESS_EQUAL = _spec("less_equal", less_equal, 1 << 22,
                    example=lambda t, rng: ((-0.5, t(6, 31)), {}),
                    zero_size=lambda z: ((z(0,), z(0,)), {}, (0,)))
 SPECS = [EQUAL, NOT_EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL]

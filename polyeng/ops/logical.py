@@ -109,29 +109,28 @@ def _with_specials(x):
     return x
 
 
-# thresholds, NUMBA/BASIC on the elements of all operands, measured in the same runs as abs (whose
-# 2**19 was measured on a quieter machine) at load 3.3-3.9 on 2 cores: numpy's bool loops move a
-# byte an element at memory speed, and the logical ops reach abs's ratios at four times its size,
-# 2**21 results: logical_not 0.53-0.54x at 2**20, 0.67-0.74x at 2**21; logical_and 0.51-0.59x at
-# 2**21, 0.63-0.72x at 2**22, 0.77-1.07x at 2**24; abs 0.60x at 2**19, 0.68-0.70x at 2**20
-LOGICAL_AND = _binary_spec("logical_and", logical_and, 1 << 22,
+# thresholds: where NUMBA overtook BASIC, on the elements of all operands, in the quietest runs of
+# the day (2 cores, load 0.8-1.2). numpy's bool loops move a byte an element at memory speed:
+# logical_not 0.75-0.82x at 2**22, 0.60-0.85x at 2**23, 0.81x at 2**24, 1.06x at 2**25;
+# logical_and 0.73-0.74x at 2**22, 0.80-1.06x at 2**23, 0.78-0.83x at 2**24-2**25, 1.10x at 2**26
+LOGICAL_AND = _binary_spec("logical_and", logical_and, 1 << 26,
                            example=lambda t, rng: (_masks(t, (2, 3, 8, 8), (1, 3, 1, 1)), {}),
                            zero_size=lambda z: ((z(0, 3) > 0, z(1, 3) > 0), {}, (0, 3)))
-LOGICAL_OR = _binary_spec("logical_or", logical_or, 1 << 22,
+LOGICAL_OR = _binary_spec("logical_or", logical_or, 1 << 26,
                           example=lambda t, rng: (_masks(t, (4, 33), (33,)), {}),
                           zero_size=lambda z: ((z(2, 0) > 0, True), {}, (2, 0)))
-LOGICAL_XOR = _binary_spec("logical_xor", logical_xor, 1 << 22,
+LOGICAL_XOR = _binary_spec("logical_xor", logical_xor, 1 << 26,
                            example=lambda t, rng: (_masks(t, (6, 31), (6, 31)), {}),
                            zero_size=lambda z: ((z(0, 1) > 0, z(4) > 0), {}, (0, 4)))
-LOGICAL_NOT = _spec("logical_not", logical_not, _validate_not, _prepare_unary, 1 << 21,
+LOGICAL_NOT = _spec("logical_not", logical_not, _validate_not, _prepare_unary, 1 << 25,
                     example=lambda t, rng: (_masks(t, (6, 31)), {}),
                     zero_size=lambda z: ((z(0, 3) > 0,), {}, (0, 3)))
-# abs's: on f32, isnan 0.56-0.57x at 2**19, 0.71-0.76x at 2**20, 0.83-0.91x at 2**22, 1.04-1.08x at
-# 2**23 where abs ran 0.60x, 0.68-0.70x, 0.84-0.98x and 0.75-1.02x (both read the bits once)
-ISNAN = _spec("isnan", isnan, _validate_any, _prepare_unary, 1 << 19,
+# on f32, the same runs: isnan 0.67x at 2**20, 0.73-1.22x at 2**21, 1.01-1.46x at 2**22, 1.01-1.58x
+# at 2**23; isinf 0.86x at 2**21, 1.22x at 2**22, 1.08x at 2**23
+ISNAN = _spec("isnan", isnan, _validate_any, _prepare_unary, 1 << 22,
               example=lambda t, rng: ((_with_specials(t(6, 31)),), {}),
               zero_size=lambda z: ((z(0, 3),), {}, (0, 3)))
-ISINF = _spec("isinf", isinf, _validate_any, _prepare_unary, 1 << 19,
+ISINF = _spec("isinf", isinf, _validate_any, _prepare_unary, 1 << 22,
               example=lambda t, rng: ((_with_specials(t(4, 33)),), {}),
               zero_size=lambda z: ((z(2, 0),), {}, (2, 0)))
 SPECS = [LOGICAL_AND, LOGICAL_OR, LOGICAL_XOR, LOGICAL_NOT, ISNAN, ISINF]
