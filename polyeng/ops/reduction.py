@@ -61,7 +61,7 @@ def _numbers(x, op: str):
     x = check.tensor(x, "x")
     if x.dtype == dt.bool_:
         hint = "count the True values with sum(x.astype(np.int32))" if op == "sum" else \
-            f"convert first, e.g. x.astype(np.int8) ({'any' if op == 'amax' else 'all'} is {op} of bools)"
+            f"{op} of bools is np.{'any' if op == 'amax' else 'all'}; or convert first, e.g. x.astype(np.int8)"
         raise TypeError(f"x has dtype bool; {op} expects a floating-point or integer array: {hint}")
     return x
 
