@@ -69,18 +69,21 @@ class Traced:
     def __neg__(self): return self.tracer.numpy_node("np.negative", x=self)
     def __pos__(self): return self
 
-    # comparisons have no polyeng op; object's == would answer False without looking at the values
-    def __eq__(self, other): self._refuse_comparison("equal", "==")
-    def __ne__(self, other): self._refuse_comparison("not_equal", "!=")
-    def __lt__(self, other): self._refuse_comparison("less", "<")
-    def __le__(self, other): self._refuse_comparison("less_equal", "<=")
-    def __gt__(self, other): self._refuse_comparison("greater", ">")
-    def __ge__(self, other): self._refuse_comparison("greater_equal", ">=")
+    # comparisons record polyeng's (bool results, as numpy's operators give); hashing stays by identity
+    def __eq__(self, other): return ops.equal(self, other)
+    def __ne__(self, other): return ops.not_equal(self, other)
+    def __lt__(self, other): return ops.less(self, other)
+    def __le__(self, other): return ops.less_equal(self, other)
+    def __gt__(self, other): return ops.greater(self, other)
+    def __ge__(self, other): return ops.greater_equal(self, other)
+    def __and__(self, other): return ops.logical_and(self, other)
+    def __rand__(self, other): return ops.logical_and(other, self)
+    def __or__(self, other): return ops.logical_or(self, other)
+    def __ror__(self, other): return ops.logical_or(other, self)
+    def __xor__(self, other): return ops.logical_xor(self, other)
+    def __rxor__(self, other): return ops.logical_xor(other, self)
+    def __invert__(self): return ops.logical_not(self)
     __hash__ = object.__hash__
-
-    def _refuse_comparison(self, name, symbol):
-        raise TypeError(f"numpy.{name} ({symbol}) of traced value %{self.name} cannot be traced; compute the "
-                        f"condition outside the graph and pass it as an input, or use polyeng ops")
 
     # --- movement ---------------------------------------------------------------------------
     def reshape(self, *shape, order="C"):
