@@ -107,3 +107,25 @@ def test_a_program_refuses_a_step_that_is_not_a_host_op():
     from polyeng.onnx.host_programs import program
     with pytest.raises(ValueError, match=r"step 'evil' runs 'relu'"):
         program([np.ones(3)], [["evil", "relu", {"x": {"slot": 0}}, 0]], [1])
+
+
+def test_a_program_that_reads_only_shapes_is_kept_per_shape(loaded):
+    """The program waiting for nothing reads the mask's values (not shape-keyed); the one reading
+    relu's shape is: its results for a shape are computed once and given again, read-only."""
+    _, graph = loaded
+    keyed = [n for n in graph.nodes if n.op == "onnx.program" and n.args["shape_keyed"] is not None]
+    values_read = [n for n in graph.nodes if n.op == "onnx.program" and n.args["shape_keyed"] is None]
+    assert len(keyed) == 1 and len(values_read) == 1
+    from polyeng.onnx.host_programs import program
+    node = keyed[0]
+    constants = graph.constants
+    for shape in ((2, 5, 8), (3, 4, 8), (2, 5, 8)):
+        h = np.zeros(shape, np.float32)
+        values = [constants[r.name] if r.name in constants else h for r in node.args["values"]]
+        first = program(values, node.args["steps"], node.args["outputs"], node.args["shape_keyed"])
+        again = program(values, node.args["steps"], node.args["outputs"], node.args["shape_keyed"])
+        assert all(a is b for a, b in zip(first, again)) and not first[0].flags.writeable
+        assert list(first[0]) == [shape[0] * shape[1], -1]
+    for n, s in ((2, 5), (3, 4), (2, 5)):   # and the graph, alternating sizes
+        feed = _inputs(n, s)
+        assert graph(**feed)[0].shape == (n * s, 8)

@@ -32,25 +32,82 @@ def _is_slot(value) -> bool:
     return type(value) is dict and len(value) == 1 and "slot" in value
 
 
-def program(values, steps, outputs):
+class _Compiled:
+    """A program's steps made ready to run: per step its function, fixed arguments and slot
+    arguments, and the results of earlier calls by the shapes they read (``shape_keyed``)."""
+
+    def __init__(self, steps, shape_keyed):
+        from .host_ops import RUN
+        from ..graph.numpy_nodes import getitem
+        self.steps = steps   # held, so the id it is filed under is not reused
+        self.run = []
+        for name, op, args, out in steps:
+            if op not in STEP_OPS:
+                raise ValueError(f"{PROGRAM}: step {name!r} runs {op!r}, which is not a host op a program may hold")
+            fixed, direct, nested = {}, [], []
+            for key, value in args.items():
+                if _is_slot(value):
+                    direct.append((key, value["slot"]))
+                elif _slots_in(value):
+                    nested.append((key, value))
+                else:
+                    fixed[key] = value
+            count = _result_count(out)
+            self.run.append((name, getitem if op == "onnx.getitem" else RUN[op], fixed, direct, nested,
+                             out if count > 1 or out != 0 else None))
+        self.shape_keyed = shape_keyed
+        self.memo = {}
+
+    def __call__(self, values, outputs):
+        key = None
+        if self.shape_keyed is not None:
+            key = tuple(tuple(values[i].shape) for i in self.shape_keyed)
+            found = self.memo.get(key)
+            if found is not None:
+                return found
+        slots = list(values)
+        for name, function, fixed, direct, nested, out in self.run:
+            kwargs = dict(fixed)
+            for k, i in direct:
+                kwargs[k] = slots[i]
+            for k, template in nested:
+                kwargs[k] = map_arrays(template, lambda s: slots[s["slot"]], _is_slot)
+            try:
+                result = function(**kwargs)
+            except IndexError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+            except (ValueError, TypeError) as exc:
+                raise type(exc)(f"{name}: {exc}") from None
+            if out is None:
+                slots.append(result)
+            else:
+                slots.extend(value for _, value in sorted(by_output_index(out, result), key=lambda pair: pair[0]))
+        found = tuple(slots[i] for i in outputs)
+        if key is not None and len(self.memo) < _MEMO_SIZES:
+            for array in found:
+                if hasattr(array, "flags"):
+                    array.flags.writeable = False   # shared by every call at these shapes
+            self.memo[key] = found
+        return found
+
+
+_compiled: dict = {}   # id(steps) -> _Compiled
+_MEMO_SIZES = 64       # input shapes remembered per program
+_PROGRAMS = 4096       # programs compiled per process, before the oldest are dropped
+
+
+def program(values, steps, outputs, shape_keyed=None):
     """Run ``steps`` ([name, op, args, out] each, ``{"slot": i}`` in args for the i-th value: the
-    ``values`` first, then each step's results in order) and return the ``outputs`` slots."""
-    from .host_ops import RUN
-    from ..graph.numpy_nodes import getitem
-    slots = list(values)
-    for name, op, args, out in steps:
-        if op not in STEP_OPS:
-            raise ValueError(f"{PROGRAM}: step {name!r} runs {op!r}, which is not a host op a program may hold")
-        try:
-            kwargs = map_arrays(args, lambda s: slots[s["slot"]], _is_slot)
-            result = (getitem if op == "onnx.getitem" else RUN[op])(**kwargs)
-        except IndexError as exc:
-            raise ValueError(f"{name}: {exc}") from None
-        except (ValueError, TypeError) as exc:
-            raise type(exc)(f"{name}: {exc}") from None
-        for _, value in sorted(by_output_index(out, result), key=lambda pair: pair[0]):
-            slots.append(value)
-    return tuple(slots[i] for i in outputs)
+    ``values`` first, then each step's results in order) and return the ``outputs`` slots. A
+    program whose values are only constants and tensors whose shapes it reads (the slots listed
+    in ``shape_keyed``) gives the same results for the same shapes: they are kept (read-only)
+    and given again."""
+    compiled = _compiled.get(id(steps))
+    if compiled is None or compiled.steps is not steps:
+        if len(_compiled) >= _PROGRAMS:
+            _compiled.pop(next(iter(_compiled)))
+        compiled = _compiled[id(steps)] = _Compiled(steps, shape_keyed)
+    return compiled(values, outputs)
 
 
 def _slots_in(args) -> list:
@@ -134,7 +191,7 @@ def fuse(nodes: list, constants, graph_inputs, outputs) -> list:
     placed = {}
     for wait, members in groups.items():
         needed = {name for i in members for name in nodes[i].outputs if readers.get(name, set()) - {wait}}
-        placed[wait] = _program(nodes, members, needed) if len(members) > 1 else nodes[members[0]]
+        placed[wait] = _program(nodes, members, needed, constants) if len(members) > 1 else nodes[members[0]]
     result = [placed[-1]] if -1 in placed else []
     for i, node in enumerate(nodes):
         if i not in ready:
@@ -144,7 +201,7 @@ def fuse(nodes: list, constants, graph_inputs, outputs) -> list:
     return result
 
 
-def _program(nodes: list, members: list, needed: set) -> Node:
+def _program(nodes: list, members: list, needed: set, constants) -> Node:
     """One node running ``members`` (indices into ``nodes``, in order)."""
     slot_of, values, steps = {}, [], []
 
@@ -168,8 +225,18 @@ def _program(nodes: list, members: list, needed: set) -> Node:
             slot_of[name] = count
             count += 1
     out_names = [name for i in members for name in nodes[i].outputs if name in needed]
+    # the values read only for their shape, and whether every other value is a constant
+    read = {}
+    for _, op, args, _ in steps:
+        for key, value in args.items():
+            for s in _slots_in(value):
+                if s["slot"] < len(values):
+                    read.setdefault(s["slot"], set()).add(op == "onnx.shape" and key == "x")
+    shape_only = sorted(i for i, how in read.items() if how == {True})
+    keyed = all(i in shape_only or values[i].name in constants for i in range(len(values)))
     types = {name: t for i in members for name, t in zip(nodes[i].outputs, nodes[i].types)}
     first = nodes[members[0]].name
     return Node(name=f"{first}.program", op=PROGRAM,
-                args={"values": values, "steps": steps, "outputs": [slot_of[name] for name in out_names]},
+                args={"values": values, "steps": steps, "outputs": [slot_of[name] for name in out_names],
+                      "shape_keyed": shape_only if keyed else None},
                 outputs=out_names, out=tuple(range(len(out_names))), types=[types[n] for n in out_names])
