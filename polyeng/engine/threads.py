@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import os
 import time
 
@@ -111,7 +112,14 @@ def threads_now() -> int:
     if busy <= 0:
         return budget
     # the load is the whole machine's: other processes' threads may run on cores this one may not use
-    return max(1, min(budget, (os.cpu_count() or available_cores()) - busy))
+    return max(1, min(budget, _machine_cores() - busy))
+
+
+@functools.cache
+def _machine_cores() -> int:
+    """The machine's cores (the load is the whole machine's), read once: os.cpu_count() costs
+    microseconds, and this is asked before every parallel kernel while the machine is busy."""
+    return os.cpu_count() or available_cores()
 
 
 def _others_running(loadavg: str = "/proc/loadavg", tasks: str = "/proc/self/task") -> int:
