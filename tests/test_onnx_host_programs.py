@@ -129,3 +129,29 @@ def test_a_program_that_reads_only_shapes_is_kept_per_shape(loaded):
     for n, s in ((2, 5), (3, 4), (2, 5)):   # and the graph, alternating sizes
         feed = _inputs(n, s)
         assert graph(**feed)[0].shape == (n * s, 8)
+
+
+@pytest.mark.parametrize("steps, outputs, message", [
+    ([["s", "onnx.shape", {"x": {"slot": 3}}, 0]], [1], r"step 's' reads slot 3; slots 0 to 0"),
+    ([["s", "onnx.shape", {"x": {"slot": 1}}, 0]], [1], r"step 's' reads slot 1"),
+    ([["s", "onnx.shape", {"x": {"slot": 0}}, 0]], [2], r"output slot 2 is not one of the 2 slots"),
+    ([["c", "onnx.concat", {"values": [{"slot": 0}, {"slot": 5}], "axis": 0}, 0]], [1], r"step 'c' reads slot 5"),
+])
+def test_a_program_from_a_file_with_bad_slots_is_a_value_error(steps, outputs, message):
+    from polyeng.onnx.host_programs import program
+    with pytest.raises(ValueError, match=message):
+        program([np.ones(3)], steps, outputs)
+
+
+def test_gather_indices_out_of_range_are_value_errors_naming_the_op():
+    picks = np.array([[0, 5]], np.int64)
+    graph = polyeng.onnx.load(build([node("GatherND", ["x", "picks"], ["y"], name="the_gather")],
+                                    [("x", F32, [2, "N"])], [("y", F32)], inits={"picks": picks}))
+    with pytest.raises(ValueError, match=r"GatherND: index 5 is out of range for a dim of 3"):
+        graph(np.zeros((2, 3), np.float32))
+    graph = polyeng.onnx.load(build([node("GatherElements", ["x", "i"], ["y"], axis=1)],
+                                    [("x", F32, [2, 3]), ("i", I64, [2, "N"])], [("y", F32)]))
+    with pytest.raises(ValueError, match=r"GatherElements: index -4 is out of range for a dim of 3"):
+        graph(np.zeros((2, 3), np.float32), np.array([[0, -4], [1, 2]], np.int64))
+    np.testing.assert_array_equal(graph(np.arange(6, dtype=np.float32).reshape(2, 3), np.array([[0, -1], [1, 2]])),
+                                  [[0, 2], [4, 5]])

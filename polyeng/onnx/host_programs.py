@@ -57,8 +57,26 @@ class _Compiled:
                              out if count > 1 or out != 0 else None))
         self.shape_keyed = shape_keyed
         self.memo = {}
+        self.checked = None
+
+    def check(self, count: int, outputs) -> None:
+        """Every slot a step reads is made before it, every output slot exists (a graph file may
+        hold any program): a ValueError naming the step otherwise."""
+        made = count
+        for name, _, fixed, direct, nested, out in self.run:
+            for slot in [i for _, i in direct] + [s["slot"] for _, t in nested for s in _slots_in(t)]:
+                if type(slot) is not int or not 0 <= slot < made:
+                    raise ValueError(f"{PROGRAM}: step {name!r} reads slot {slot!r}; slots 0 to {made - 1} are made "
+                                     f"before it")
+            made += 1 if out is None else _result_count(out)
+        for slot in outputs:
+            if type(slot) is not int or not 0 <= slot < made:
+                raise ValueError(f"{PROGRAM}: output slot {slot!r} is not one of the {made} slots it makes")
+        self.checked = (count, tuple(outputs))
 
     def __call__(self, values, outputs):
+        if self.checked != (len(values), tuple(outputs)):
+            self.check(len(values), outputs)
         key = None
         if self.shape_keyed is not None:
             key = tuple(tuple(values[i].shape) for i in self.shape_keyed)
