@@ -1,7 +1,8 @@
 """conv1d and conv2d (torch.nn.functional.conv1d/conv2d): BASIC against PyTorch, every engine
 against BASIC over dtypes, strides, dilations, groups (grouped, depthwise, depthwise with a
 channel multiplier), every padding form, 1x1 kernels, unbatched inputs, strided views, zero-size
-inputs, under bf16 fp math, on dask arrays; and each bad argument named."""
+inputs, under bf16 fp math, on dask arrays; each algorithm (pointwise, depthwise, Winograd in one
+pass and in blocks of tile rows, im2col) taken where the case says; and each bad argument named."""
 import numpy as np
 import pytest
 
@@ -26,6 +27,11 @@ CASES_2D = [
     ((2, 3, 7, 7), (5, 3, 3, 3), {"padding": "valid"}, "im2col"),
     ((3, 8, 17, 17), (8, 1, 5, 5), {"groups": 8, "stride": 2, "padding": 2}, "depthwise"),
     ((2, 4, 9, 9), (12, 1, 3, 3), {"groups": 4, "padding": 1, "dilation": 2}, "depthwise"),
+    ((2, 8, 38, 41), (8, 8, 3, 3), {"padding": 1}, "winograd"),
+    ((1, 16, 29, 30), (24, 16, 3, 3), {"padding": (0, 2, 1, 0)}, "winograd"),
+    ((2, 32, 40, 41), (32, 16, 3, 3), {"padding": (2, 1, 0, 3), "groups": 2}, "winograd"),
+    ((8, 40, 39), (8, 8, 3, 3), {"padding": "same"}, "winograd"),   # unbatched
+    ((2, 8, 12, 12), (8, 8, 3, 3), {"padding": 1}, "im2col"),        # too few output pixels for Winograd
     ((2, 8, 9, 11), (16, 8, 1, 1), {}, "pointwise"),
     ((2, 8, 9, 11), (16, 2, 1, 1), {"groups": 4}, "pointwise"),
     ((2, 8, 9, 11), (16, 8, 1, 1), {"stride": 2}, "im2col"),
@@ -210,7 +216,72 @@ def test_bad_arguments_are_named(call, error, message):
         call()
 
 
-@pytest.mark.parametrize("kwargs", [{"padding": 1}, {"stride": 2, "padding": (0, 2, 1, 0), "dilation": 2}],
+def _algorithm_cases(algorithm):
+    return [pytest.param(*c[:3], id=f"{i}") for i, c in enumerate(CASES_2D) if c[3] == algorithm]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", _algorithm_cases("winograd"))
+@pytest.mark.parametrize("pass_bytes", [1, 1 << 30], ids=["smallest-passes", "one-pass"])
+def test_passes_of_every_size_match_pytorch(monkeypatch, x_shape, w_shape, kwargs, pass_bytes):
+    """Winograd in passes of one tile row of one image up to the whole batch at once, with and
+    without a bias, on BASIC and NUMBA."""
+    from polyeng.backends import _conv_winograd
+    monkeypatch.setattr(_conv_winograd, "PASS_BYTES", pass_bytes)
+    x, w, b = data(np.random.default_rng(9), x_shape, w_shape, np.float32)
+    for bias in (b, None):
+        want = torch_conv("conv2d", x.astype(np.float64), w.astype(np.float64),
+                          None if bias is None else bias.astype(np.float64), kwargs)
+        for engine in ("basic", "numba"):
+            got = run("conv2d", engine, x, w, bias, **kwargs)
+            np.testing.assert_allclose(got, want, rtol=0, atol=_tolerance(np.float32, want))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_winograd_on_strided_views(engine):
+    rng = np.random.default_rng(10)
+    x = rng.standard_normal((3, 20, 44, 42)).astype(np.float32)[::2, ::2, :, ::-1].transpose(0, 1, 3, 2)
+    w = rng.standard_normal((12, 20, 3, 3)).astype(np.float32)[:, ::2, ::-1]
+    assert not x.flags.c_contiguous and not w.flags.c_contiguous
+    assert polyeng.explain("conv2d", x, w, padding=1).algorithm == "winograd"
+    want = torch_conv("conv2d", x, w, None, {"padding": 1})
+    np.testing.assert_allclose(run("conv2d", engine, x, w, padding=1), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("x_shape, w_shape, kwargs, out_shape", [
+    ((0, 8, 40, 40), (8, 8, 3, 3), {"padding": 1}, (0, 8, 40, 40)),
+])
+def test_zero_size_per_algorithm(engine, x_shape, w_shape, kwargs, out_shape):
+    x, w, b = data(np.random.default_rng(11), x_shape, w_shape, np.float32)
+    assert polyeng.explain("conv2d", x, w, b, **kwargs).algorithm == "winograd"
+    got = run("conv2d", engine, x, w, b, **kwargs)
+    assert got.shape == out_shape and got.dtype == np.float32
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", _algorithm_cases("winograd"))
+def test_numba_parallel_kernels_match_basic(monkeypatch, x_shape, w_shape, kwargs):
+    """The Winograd transforms split over tasks as for a large call."""
+    from polyeng.backends.numba import _conv_winograd as numba_winograd
+    monkeypatch.setattr(numba_winograd, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(numba_winograd, "threads_for", lambda nbytes: 3)
+    x, w, b = data(np.random.default_rng(14), x_shape, w_shape, np.float32)
+    np.testing.assert_allclose(run("conv2d", "numba", x, w, b, **kwargs), run("conv2d", "basic", x, w, b, **kwargs),
+                               rtol=0, atol=1e-5 * max(1.0, float(np.abs(run("conv2d", "basic", x, w, b, **kwargs)).max())))
+
+
+def test_winograd_stays_within_f32_tolerance_at_many_channels():
+    """F(2x2, 3x3) against f64 at 256 channels: within the f32 tolerance of the engine tests."""
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((1, 256, 30, 30)).astype(np.float32)
+    w = (rng.standard_normal((32, 256, 3, 3)) * (2 / (9 * 256)) ** 0.5).astype(np.float32)
+    assert polyeng.explain("conv2d", x, w, padding=1).algorithm == "winograd"
+    want = torch_conv("conv2d", x.astype(np.float64), w.astype(np.float64), None, {"padding": 1})
+    for engine in ("basic", "numba"):
+        got = run("conv2d", engine, x, w, padding=1)
+        np.testing.assert_allclose(got, want, rtol=0, atol=_tolerance(np.float32, want))
+
+
+@pytest.mark.parametrize("kwargs", [{"padding": 2, "dilation": 2}, {"stride": 2, "padding": (0, 2, 1, 0), "dilation": 2}],
                          ids=["same-size", "strided"])
 def test_numba_gathers_large_columns_in_parallel_as_basic_does(kwargs):
     """Columns of 4 MB or more go through NUMBA's parallel JIT gather, smaller ones through numpy's

@@ -1,10 +1,12 @@
 """conv1d/conv2d in numpy and BLAS, per the algorithm ``polyeng.ops.conv`` chose: BASIC's kernels,
 and the products of NUMBA's (which gather the columns and run depthwise convolutions in
-parallel JIT loops instead). Inputs arrive in their compute dtype (f32 or f64)."""
+parallel JIT loops instead); Winograd's passes and products are ``_conv_winograd.py``'s, shared
+too. Inputs arrive in their compute dtype (f32 or f64)."""
 from __future__ import annotations
 
 import numpy as np
 
+from . import _conv_winograd as winograd
 from ._blas_threads import blas_threads
 
 
@@ -12,6 +14,9 @@ def conv(p, x, weight, bias):
     g = p.geometry
     x = x.reshape((g.batch, g.channels) + g.size)
     weight = weight.astype(x.dtype, copy=False).reshape((g.out_channels, g.group_in) + g.kernel)
+    if g.algorithm == "winograd":   # the bias added by the output transform
+        bias = None if bias is None else bias.astype(x.dtype, copy=False)
+        return winograd.conv(g, x, weight, bias, winograd.NUMPY).reshape(p.shape)
     if g.algorithm == "pointwise":
         out = pointwise(g, x, weight)
     elif g.algorithm == "depthwise":

@@ -13,8 +13,11 @@ and the algorithm chosen per shape (``explain`` names it):
   input as it is, no copy;
 - ``depthwise``: one input channel per group (``groups == in_channels``) is a sum of each tap's
   shifted plane times its weight, no copy;
+- ``winograd``: a 3x3 kernel with stride 1 and no dilation, with enough channels per group and
+  output pixels (``winograd_pays``), is Winograd's F(2x2, 3x3): 16 products per 2x2 output tile and
+  channel pair instead of 36, as 16 matrix products over all tiles (``backends/_conv_winograd.py``);
 - ``im2col``: the rest gathers each window into the columns of a matrix and multiplies it by the
-  weights (one product per group).
+  weights (one product per group, small images several at once).
 
 Mixed precision: ALLOW (as matmul); 16-bit inputs are computed with f32 accumulation.
 """
@@ -55,7 +58,7 @@ class ConvGeometry(NamedTuple):
     padding: tuple      # (top, bottom, left, right)
     groups: int
     out: tuple          # (OH, OW)
-    algorithm: str      # "pointwise", "depthwise" or "im2col"
+    algorithm: str      # "pointwise", "depthwise", "winograd" or "im2col"
 
     @property
     def group_in(self) -> int:
@@ -71,11 +74,30 @@ def out_size(size: int, kernel: int, stride: int, begin: int, end: int, dilation
     return (size + begin + end - dilation * (kernel - 1) - 1) // stride + 1
 
 
-def choose_algorithm(g_kernel, stride, padding, group_in) -> str:
-    if g_kernel == (1, 1) and stride == (1, 1) and not any(padding):
+# Winograd for a 3x3, stride-1, undilated kernel with at least WINOGRAD_CHANNELS input and output
+# channels per group and at least WINOGRAD_WORK output pixels times the fewer of them. Measured on
+# NUMBA (1 thread, 2-core AMD EPYC, Winograd time / im2col time): 56x56 at 8 channels 0.80, 32x32 at
+# 16 channels 0.75-0.80, 24x24 at 32-64 0.65-0.79, 14x14 at 64 0.83 and at 128 0.64, 16x16 at 64
+# 0.79; 16x16 at 16-32 channels 0.99-1.21 (b1) and 0.76-1.09 (b8), 12x12 and 8x8 0.9-1.36, 32x32 at
+# 8 channels 0.96-1.16: the transforms and the products of few channels cost what they save there.
+WINOGRAD_CHANNELS = 8
+WINOGRAD_WORK = 12288
+
+
+def winograd_pays(kernel, stride, dilation, group_in, group_out, out) -> bool:
+    fewer = min(group_in, group_out)
+    return (kernel == (3, 3) and stride == (1, 1) and dilation == (1, 1) and fewer >= WINOGRAD_CHANNELS
+            and out[0] * out[1] * fewer >= WINOGRAD_WORK)
+
+
+def choose_algorithm(kernel, stride, dilation, padding, group_in, group_out, out) -> str:
+    """The algorithm of one call (the ``algorithm`` of its ConvGeometry, named by ``explain``)."""
+    if kernel == (1, 1) and stride == (1, 1) and not any(padding):
         return "pointwise"
     if group_in == 1:
         return "depthwise"
+    if winograd_pays(kernel, stride, dilation, group_in, group_out, out):
+        return "winograd"
     return "im2col"
 
 
@@ -160,9 +182,10 @@ def _prepare(nd: int):
         out = (out_size(size[0], kernel[0], stride[0], pads[0], pads[1], dilation[0]),
                out_size(size[1], kernel[1], stride[1], pads[2], pads[3], dilation[1]))
         groups = args["groups"]
-        g = ConvGeometry(int(x.shape[0]) if batched else 1, int(x.shape[-nd - 1]), size, int(weight.shape[0]),
+        out_channels, group_in = int(weight.shape[0]), int(weight.shape[1])
+        g = ConvGeometry(int(x.shape[0]) if batched else 1, int(x.shape[-nd - 1]), size, out_channels,
                          kernel, stride, dilation, pads, groups, out,
-                         choose_algorithm(kernel, stride, pads, int(weight.shape[1])))
+                         choose_algorithm(kernel, stride, dilation, pads, group_in, out_channels // groups, out))
         shape = ((x.shape[0],) if batched else ()) + (g.out_channels,) + out[2 - nd:]
         check_output_size(shape, x.dtype, CONV2D.name if nd == 2 else CONV1D.name,
                           f"x {check.shape_str(x.shape)} and weight {check.shape_str(weight.shape)}")

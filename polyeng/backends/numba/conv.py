@@ -1,9 +1,10 @@
 """conv1d and conv2d as NUMBA kernels: the columns of ``im2col`` gathered by a parallel JIT loop
 (padding read as zeros, no padded copy) and multiplied by the weights through BLAS, one product
-per group and image (``backends/_conv_numpy.py``, shared with BASIC); depthwise convolutions as
-one parallel loop over output rows whose inner loop over the in-bounds columns of each tap
-vectorizes; 1x1 convolutions as BLAS products on the input as it is. 16-bit storage is widened
-to f32 once, computed with f32 accumulation and rounded back once.
+per group and image (``backends/_conv_numpy.py``, shared with BASIC); Winograd's passes and
+products shared with BASIC, its tile transforms JIT loops (``_conv_winograd.py``); depthwise
+convolutions as one parallel loop over output rows whose inner loop over the in-bounds columns of
+each tap vectorizes; 1x1 convolutions as BLAS products on the input as it is. 16-bit storage is
+widened to f32 once, computed with f32 accumulation and rounded back once.
 """
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import numpy as np
 from numba import prange
 
 from ...engine import dtypes as dt
+from .. import _conv_winograd as winograd
 from .._conv_numpy import grouped_product, im2col as numpy_im2col, padded_input, pointwise
+from ._conv_winograd import TRANSFORMS
 from ._runtime import jit, launch
 
 _JIT_GATHER_BYTES = 4 << 20   # columns at least this large are gathered by the parallel JIT loop
@@ -89,6 +92,10 @@ def _conv(p, x, weight, bias):
     weight = np.ascontiguousarray(weight, dtype=compute).reshape((g.out_channels, g.group_in) + g.kernel)
     (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
     top, left = g.padding[0], g.padding[2]
+    if g.algorithm == "winograd":   # the bias added by the output transform
+        bias = None if bias is None else np.ascontiguousarray(bias, dtype=compute)
+        out = winograd.conv(g, x, weight, bias, TRANSFORMS).reshape(p.shape)
+        return out if storage == compute else dt.round_to(out, storage)
     if g.algorithm == "pointwise":
         out = pointwise(g, x, weight)
     elif g.algorithm == "depthwise":
