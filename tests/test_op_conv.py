@@ -1,8 +1,9 @@
 """conv1d and conv2d (torch.nn.functional.conv1d/conv2d): BASIC against PyTorch, every engine
 against BASIC over dtypes, strides, dilations, groups (grouped, depthwise, depthwise with a
 channel multiplier), every padding form, 1x1 kernels, unbatched inputs, strided views, zero-size
-inputs, under bf16 fp math, on dask arrays; each algorithm (pointwise, depthwise, Winograd in one
-pass and in blocks of tile rows, im2col) taken where the case says; and each bad argument named."""
+inputs, under bf16 fp math, on dask arrays; each algorithm (pointwise, depthwise by rows and
+channels last, Winograd in one pass and in blocks of tile rows, im2col) taken where the case
+says; and each bad argument named."""
 import numpy as np
 import pytest
 
@@ -27,6 +28,10 @@ CASES_2D = [
     ((2, 3, 7, 7), (5, 3, 3, 3), {"padding": "valid"}, "im2col"),
     ((3, 8, 17, 17), (8, 1, 5, 5), {"groups": 8, "stride": 2, "padding": 2}, "depthwise"),
     ((2, 4, 9, 9), (12, 1, 3, 3), {"groups": 4, "padding": 1, "dilation": 2}, "depthwise"),
+    ((2, 6, 20, 23), (12, 1, 3, 3), {"groups": 6, "padding": (1, 0, 2, 1), "dilation": (1, 2)}, "depthwise"),
+    ((1, 5, 18, 19), (5, 1, 3, 3), {"groups": 5}, "depthwise"),
+    ((2, 4, 17, 21), (8, 1, 3, 3), {"groups": 4, "padding": (2, 0, 1, 1)}, "depthwise"),
+    ((1, 3, 20, 22), (3, 1, 3, 3), {"groups": 3, "padding": "same", "dilation": 2}, "depthwise"),
     ((2, 8, 38, 41), (8, 8, 3, 3), {"padding": 1}, "winograd"),
     ((1, 16, 29, 30), (24, 16, 3, 3), {"padding": (0, 2, 1, 0)}, "winograd"),
     ((2, 32, 40, 41), (32, 16, 3, 3), {"padding": (2, 1, 0, 3), "groups": 2}, "winograd"),
@@ -216,6 +221,14 @@ def test_bad_arguments_are_named(call, error, message):
         call()
 
 
+def geometry(x, w, kwargs):
+    """The ConvGeometry of conv2d(x, w, **kwargs)."""
+    from polyeng.ops.conv import CONV2D
+    args = CONV2D.validate(x, w, None, kwargs.get("stride", 1), kwargs.get("padding", 0), kwargs.get("dilation", 1),
+                           kwargs.get("groups", 1))
+    return CONV2D.prepare(args).geometry
+
+
 def _algorithm_cases(algorithm):
     return [pytest.param(*c[:3], id=f"{i}") for i, c in enumerate(CASES_2D) if c[3] == algorithm]
 
@@ -250,23 +263,46 @@ def test_winograd_on_strided_views(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("x_shape, w_shape, kwargs, out_shape", [
     ((0, 8, 40, 40), (8, 8, 3, 3), {"padding": 1}, (0, 8, 40, 40)),
+    ((0, 6, 20, 20), (6, 1, 3, 3), {"groups": 6}, (0, 6, 18, 18)),
+    ((0, 6, 9, 9), (12, 1, 5, 5), {"groups": 6, "stride": 2}, (0, 12, 3, 3)),
 ])
 def test_zero_size_per_algorithm(engine, x_shape, w_shape, kwargs, out_shape):
     x, w, b = data(np.random.default_rng(11), x_shape, w_shape, np.float32)
-    assert polyeng.explain("conv2d", x, w, b, **kwargs).algorithm == "winograd"
+    algorithm = polyeng.explain("conv2d", x, w, b, **kwargs).algorithm
+    assert algorithm == ("winograd" if w_shape[1] > 1 else "depthwise")
     got = run("conv2d", engine, x, w, b, **kwargs)
     assert got.shape == out_shape and got.dtype == np.float32
 
 
-@pytest.mark.parametrize("x_shape, w_shape, kwargs", _algorithm_cases("winograd"))
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", _algorithm_cases("depthwise"))
+def test_numba_depthwise_kernel_by_shape(x_shape, w_shape, kwargs):
+    """NUMBA sums 3x3 unit-stride depthwise rows of 16 or more outputs by rows, the rest channels
+    last: the cases cover both, each against BASIC."""
+    from polyeng.backends.numba import conv as numba_conv
+    x, w, b = data(np.random.default_rng(12), x_shape, w_shape, np.float32)
+    g = geometry(x, w, kwargs)
+    by_rows = numba_conv.depthwise_by_rows(g)
+    assert by_rows == (w_shape[2:] == (3, 3) and kwargs.get("stride", 1) == 1 and g.out[1] >= 16)
+    np.testing.assert_allclose(run("conv2d", "numba", x, w, b, **kwargs), run("conv2d", "basic", x, w, b, **kwargs),
+                               rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", _algorithm_cases("depthwise") + _algorithm_cases("winograd"))
 def test_numba_parallel_kernels_match_basic(monkeypatch, x_shape, w_shape, kwargs):
-    """The Winograd transforms split over tasks as for a large call."""
+    """The depthwise kernels and Winograd transforms split over tasks as for a large call."""
     from polyeng.backends.numba import _conv_winograd as numba_winograd
     monkeypatch.setattr(numba_winograd, "PARALLEL_FROM", 0)
     monkeypatch.setattr(numba_winograd, "threads_for", lambda nbytes: 3)
     x, w, b = data(np.random.default_rng(14), x_shape, w_shape, np.float32)
     np.testing.assert_allclose(run("conv2d", "numba", x, w, b, **kwargs), run("conv2d", "basic", x, w, b, **kwargs),
                                rtol=0, atol=1e-5 * max(1.0, float(np.abs(run("conv2d", "basic", x, w, b, **kwargs)).max())))
+
+
+def test_the_cases_take_every_depthwise_kernel():
+    from polyeng.backends.numba import conv as numba_conv
+    kinds = {numba_conv.depthwise_by_rows(geometry(np.zeros(c[0], np.float32), np.zeros(c[1], np.float32), c[2]))
+             for c in CASES_2D if c[3] == "depthwise"}
+    assert kinds == {True, False}
 
 
 def test_winograd_stays_within_f32_tolerance_at_many_channels():
