@@ -1,12 +1,14 @@
-"""conv1d and conv2d as NUMBA kernels: the columns of ``im2col`` gathered by a parallel JIT loop
-(padding read as zeros, no padded copy) and multiplied by the weights through BLAS, one product
-per group and image (``backends/_conv_numpy.py``, shared with BASIC); Winograd's passes and
-products shared with BASIC, its tile transforms JIT loops (``_conv_winograd.py``); depthwise
-convolutions of a 3x3 unit-stride kernel over wide rows as a loop over the output planes, each row
-inside the image one loop summing its 9 taps, any other channels last, one loop over the channels
-per tap and output pixel (both split over numba's workers when large); 1x1 convolutions as BLAS
-products on the input as it is. 16-bit storage is widened to f32 once, computed with f32
-accumulation and rounded back once.
+"""conv1d and conv2d as NUMBA kernels, per the algorithm ``polyeng.ops.conv`` chose:
+
+- ``im2col``: BASIC's gathers and products (``backends/_conv_numpy.py``);
+- ``winograd``: BASIC's passes and products, the tile transforms as parallel JIT loops
+  (``_conv_winograd.py``);
+- ``depthwise``: a 3x3 unit-stride kernel over wide rows as a loop over the output planes, each
+  row inside the image one loop summing its 9 taps; any other channels last, one loop over the
+  channels per tap and output pixel (both split over numba's workers when large);
+- ``pointwise``: BLAS products on the input as it is.
+
+16-bit storage is widened to f32 once, computed with f32 accumulation and rounded back once.
 """
 from __future__ import annotations
 
@@ -15,50 +17,16 @@ from numba import prange
 
 from ...engine import dtypes as dt
 from .. import _conv_winograd as winograd
-from .._conv_numpy import grouped_product, im2col as numpy_im2col, padded_input, pointwise
+from .._conv_numpy import im2col_conv, pointwise
 from ._conv_winograd import TRANSFORMS, by_planes
-from ._runtime import inline, jit, launch
+from ._runtime import inline, jit
 
-_JIT_GATHER_BYTES = 4 << 20   # columns at least this large are gathered by the parallel JIT loop
 # 3x3 unit-stride depthwise convolutions of outputs at least this wide sum each row's 9 taps in
 # one loop over the row; others (5x5, strided, narrow) go channels last, a loop over all channels
 # per tap and pixel (MobileNetV3's depthwise layers at batch 8, 4x4 to 32x32: 2-12x faster than tap
 # by tap over short rows).
 _ROWS_FROM = 16
 _PIXELS_BLOCK = 64   # output pixels per task of the channels-last kernel (whole rows, at least one)
-
-
-@jit(parallel=True)
-def _im2col(image, cols, kh, kw, sh, sw, dh, dw, top, left, oh, ow):
-    """cols[(c, i, j), (y, x)] = image[c, y * sh - top + i * dh, x * sw - left + j * dw], 0 outside."""
-    height, width = image.shape[1], image.shape[2]
-    zero = cols.dtype.type(0)
-    for r in prange(cols.shape[0]):
-        c, i, j = r // (kh * kw), (r // kw) % kh, r % kw
-        row = cols[r]
-        for y in range(oh):
-            iy = y * sh - top + i * dh
-            base = y * ow
-            if iy < 0 or iy >= height:
-                for x in range(ow):
-                    row[base + x] = zero
-                continue
-            src = image[c, iy]
-            offset = j * dw - left
-            lo = min(ow, max(0, (-offset + sw - 1) // sw))          # the first x whose tap is >= 0
-            hi = max(lo, min(ow, (width - 1 - offset) // sw + 1))   # past the last one < width
-            for x in range(lo):
-                row[base + x] = zero
-            if sw == 1:   # unit stride: a copy LLVM vectorizes
-                dst = row[base + lo:base + hi]
-                part = src[lo + offset:hi + offset]
-                for x in range(hi - lo):
-                    dst[x] = part[x]
-            else:
-                for x in range(lo, hi):
-                    row[base + x] = src[x * sw + offset]
-            for x in range(hi, ow):
-                row[base + x] = zero
 
 
 @inline
@@ -221,16 +189,21 @@ def _conv(p, x, weight, bias):
     compute = dt.float64 if storage == dt.float64 else dt.float32
     x = np.ascontiguousarray(x, dtype=compute).reshape((g.batch, g.channels) + g.size)
     weight = np.ascontiguousarray(weight, dtype=compute).reshape((g.out_channels, g.group_in) + g.kernel)
+    bias = None if bias is None else np.ascontiguousarray(bias, dtype=compute)
     (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
     top, left = g.padding[0], g.padding[2]
-    if g.algorithm == "winograd":   # the bias added by the output transform
-        bias = None if bias is None else np.ascontiguousarray(bias, dtype=compute)
-        out = winograd.conv(g, x, weight, bias, TRANSFORMS).reshape(p.shape)
-        return out if storage == compute else dt.round_to(out, storage)
-    if g.algorithm == "depthwise":   # the bias added by the kernels
+    if g.algorithm == "winograd":
+        out = winograd.conv(g, x, weight, bias, TRANSFORMS)
+    elif g.algorithm == "im2col":
+        out = im2col_conv(g, x, weight, bias)
+    elif g.algorithm == "pointwise":
+        out = pointwise(g, x, weight)
+        if bias is not None:
+            out += bias[:, None, None]
+    else:
         out = np.empty((g.batch, g.out_channels) + g.out, compute)
         has_bias = bias is not None
-        b = np.ascontiguousarray(bias, dtype=compute) if has_bias else np.zeros(1, compute)
+        b = bias if has_bias else np.zeros(1, compute)
         if depthwise_by_rows(g):
             by_planes(_depthwise_rows, _depthwise_rows_parallel, out.nbytes, g.batch * g.out_channels,
                       x, weight, b, has_bias, out, g.group_out, dh, dw, top, left)
@@ -238,25 +211,6 @@ def _conv(p, x, weight, bias):
             rows = min(g.out[0], max(1, _PIXELS_BLOCK // g.out[1]))
             by_planes(_depthwise_pixels, _depthwise_pixels_parallel, out.nbytes, g.batch * -(-g.out[0] // rows),
                       x, weight, b, has_bias, out, g.group_out, kh, kw, sh, sw, dh, dw, top, left, rows)
-        out = out.reshape(p.shape)
-        return out if storage == compute else dt.round_to(out, storage)
-    if g.algorithm == "pointwise":
-        out = pointwise(g, x, weight)
-    else:
-        out = np.empty((g.batch, g.out_channels) + g.out, compute)
-        if out.size:
-            cols = np.empty((g.channels * kh * kw, g.out[0] * g.out[1]), compute)
-            # small images: numpy's strided tap copies beat a JIT launch per image (ResNet-style
-            # 16x16 layers 3x faster); large ones gather in parallel
-            padded = padded_input(g, x) if cols.nbytes < _JIT_GATHER_BYTES else None
-            for n in range(g.batch):
-                if padded is not None:
-                    numpy_im2col(g, padded[n], cols)
-                else:
-                    launch(_im2col, cols.nbytes, x[n], cols, kh, kw, sh, sw, dh, dw, top, left, g.out[0], g.out[1])
-                grouped_product(g, weight, cols, out[n])
-    if bias is not None:
-        out += bias.astype(compute)[:, None, None]
     out = out.reshape(p.shape)
     return out if storage == compute else dt.round_to(out, storage)
 
