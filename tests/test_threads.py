@@ -132,7 +132,7 @@ def test_large_products_follow_the_budget_of_the_scope(monkeypatch):
 
 
 def test_a_busy_machine_gets_fewer_threads(monkeypatch):
-    monkeypatch.setattr(threads.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(threads, "_machine_cores", lambda: 4)
     monkeypatch.setattr(threads, "_load", [0.0, 0])
     for others, expected in ((0, 4), (1, 3), (3, 1), (9, 1)):
         monkeypatch.setattr(threads, "_others_running", lambda n=others: n)
