@@ -94,11 +94,12 @@ def _input_parallel(x, v, top, left, row0, th, tw, pair, tasks):
 def _output(m, out, bias, has_bias, row0, th, tw, pair, first, last):
     """out[n, o, 2 (row0 + ty) + a, 2tx + b] = (A^T M A)[a, b] (+ bias[o]) of tile (ty, tx) of M, for
     its th tile rows of the planes n * O + o from ``first`` to ``last``."""
-    outs, ow = out.shape[1], out.shape[3]
+    outs, height, ow = out.shape[1], out.shape[2], out.shape[3]
     per_row = tw + 1
     tiles = th * per_row
     half = ow // 2
-    down = np.empty((8, tiles + 1), m.dtype)   # A^T down each tile: row a of tile column j at 4a + j
+    down = np.empty((8, tiles), m.dtype)   # A^T down each tile: row a of tile column j at 4a + j
+    rows = np.empty((2, tiles), pair)      # then across: output row a of each tile, its two columns a pair
     for plane in range(first, last):
         n, o = plane // outs, plane % outs
         b = bias[o] if has_bias else m.dtype.type(0)
@@ -111,15 +112,25 @@ def _output(m, out, bias, has_bias, row0, th, tw, pair, first, last):
                 s0[f] = m0[f] + m1[f] + m2[f]
             for f in range(tiles):
                 s1[f] = m1[f] - m2[f] - m3[f]
-        for y in range(2 * row0, min(out.shape[2], 2 * (row0 + th))):
-            start, a = (y // 2 - row0) * per_row, 4 * (y % 2)
-            q0, q1, q2, q3 = down[a, start:], down[a + 1, start:], down[a + 2, start:], down[a + 3, start:]
-            row = out[n, o, y]
-            pairs = row[:2 * half].view(pair)
-            for t in range(half):   # A^T across: q0 + q1 + q2, q1 - q2 - q3
-                pairs[t] = complex(q0[t] + q1[t] + q2[t] + b, q1[t] - q2[t] - q3[t] + b)
-            if ow % 2:
-                row[ow - 1] = q0[half] + q1[half] + q2[half] + b
+        for a in range(2):   # A^T across: q0 + q1 + q2, q1 - q2 - q3
+            q0, q1, q2, q3, row = down[4 * a], down[4 * a + 1], down[4 * a + 2], down[4 * a + 3], rows[a]
+            for f in range(tiles):
+                row[f] = complex(q0[f] + q1[f] + q2[f] + b, q1[f] - q2[f] - q3[f] + b)
+        # each output row is its tiles' pairs, the spare tile left out
+        stop = min(height, 2 * (row0 + th))
+        if ow % 2 == 0:
+            target = out[n, o].view(pair)
+            for y in range(2 * row0, stop):
+                src, dst = rows[y % 2, (y // 2 - row0) * per_row:], target[y]
+                for t in range(half):
+                    dst[t] = src[t]
+        else:
+            for y in range(2 * row0, stop):
+                src, row = rows[y % 2, (y // 2 - row0) * per_row:], out[n, o, y]
+                dst = row[:2 * half].view(pair)
+                for t in range(half):
+                    dst[t] = src[t]
+                row[ow - 1] = src[half].real
 
 
 @jit(parallel=True)
