@@ -12,7 +12,8 @@ the conv tests at those channel counts, so it is not used.
 
 This module holds what both CPU engines share: the weight transform, the passes over the images
 (as many per pass as keep V and M near 8 MB, in the thread's scratch) and the products; BASIC's tile
-transforms in numpy are here too, NUMBA's JIT ones in ``backends/numba/_conv_winograd.py``.
+transforms in numpy are here too (their temporaries in scratch as well), NUMBA's JIT ones in
+``backends/numba/_conv_winograd.py``.
 The transformed tiles of an image are ``V[k, c, ty * per_row + tx]`` for tile (ty, tx); NUMBA's
 rows hold one spare tile (``per_row = tiles across + 1``), which keeps its loops flat.
 """
@@ -84,13 +85,15 @@ def _numpy_input(g, x, v, block, tw) -> None:
     """V = B^T d B of every tile, as a few numpy operations over all images and channels at once."""
     n, (top, _, left, _) = x.shape[0], g.padding
     th = block[1] - block[0]
-    d = np.zeros((n, g.channels, 2 * th + 2, 2 * tw + 2), x.dtype)   # padded rows 2 * block[0] on
+    # the padded rows from 2 * block[0] on, and B^T down each tile (of the pass's scratch)
+    d, down = scratch.arrays(x.dtype, (n, g.channels, 2 * th + 2, 2 * tw + 2), (4, n, g.channels, th, 2 * tw + 2),
+                             slot="transform")
+    d[...] = 0
     first, last = max(0, 2 * block[0] - top), min(g.size[0], 2 * block[1] + 2 - top)
     start = first + top - 2 * block[0]
     d[:, :, start:start + last - first, left:left + g.size[1]] = x[:, :, first:last]
     # B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]] down each tile (rows r0..r3)...
     r0, r1, r2, r3 = (d[:, :, r:r + 2 * th:2] for r in range(4))
-    down = np.empty((4,) + r0.shape, x.dtype)
     np.subtract(r0, r2, out=down[0])
     np.add(r1, r2, out=down[1])
     np.subtract(r2, r1, out=down[2])
@@ -109,13 +112,12 @@ def _numpy_output(g, m, out, bias, block, tw) -> None:
     n, th = out.shape[0], block[1] - block[0]
     rows = m.reshape(4, 4, g.out_channels, n, th, tw)   # (i, j, O, n, th, tw)
     # A^T = [[1, 1, 1, 0], [0, 1, -1, -1]] down each tile...
-    down = np.empty((2,) + rows.shape[1:], out.dtype)
+    down, full = scratch.arrays(out.dtype, (2,) + rows.shape[1:], (n, g.out_channels, th, 2, tw, 2), slot="transform")
     np.add(rows[0], rows[1], out=down[0])
     down[0] += rows[2]
     np.subtract(rows[1], rows[2], out=down[1])
     down[1] -= rows[3]
     # ... then across it, into the tiles' places in the output
-    full = np.empty((n, g.out_channels, th, 2, tw, 2), out.dtype)
     left, right = full[..., 0].transpose(3, 1, 0, 2, 4), full[..., 1].transpose(3, 1, 0, 2, 4)   # (a, O, n, th, tw)
     np.add(down[:, 0], down[:, 1], out=left)
     left += down[:, 2]
