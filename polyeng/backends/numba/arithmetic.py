@@ -71,8 +71,9 @@ def _row(op, x, y, dst):
 
 
 @inline
-def _task(op, t, tasks, a, b, out, shape, strides, starts):
-    """Task ``t`` of ``tasks``: its share of out (flat, C order over ``shape``) = a op b.
+def walk(row, op, t, tasks, a, b, out, shape, strides, starts):
+    """Task ``t`` of ``tasks``: its share of out (flat, C order over ``shape``) = a op b, each row by
+    ``row(op, x, y, dst)`` (``_row`` here, the comparisons' row in ``compare.py``).
     ``strides[i]`` are operand i's element strides over the merged ``shape`` (innermost last, 0 or
     1 there), ``starts[i]`` the place of its first element."""
     rank = shape.size
@@ -94,13 +95,13 @@ def _task(op, t, tasks, a, b, out, shape, strides, starts):
         n = min(length - k, stop - pos)
         dst = out[pos:pos + n]
         if sa == 1 and sb == 1:
-            _row(op, a[ao + k:ao + k + n], b[bo + k:bo + k + n], dst)
+            row(op, a[ao + k:ao + k + n], b[bo + k:bo + k + n], dst)
         elif sa == 1:
-            _row(op, a[ao + k:ao + k + n], widen(b[bo]), dst)
+            row(op, a[ao + k:ao + k + n], widen(b[bo]), dst)
         elif sb == 1:
-            _row(op, widen(a[ao]), b[bo + k:bo + k + n], dst)
+            row(op, widen(a[ao]), b[bo + k:bo + k + n], dst)
         else:
-            _row(op, widen(a[ao]), widen(b[bo]), dst)
+            row(op, widen(a[ao]), widen(b[bo]), dst)
         pos += n
         k = 0
         d = rank - 2
@@ -121,31 +122,31 @@ def _task(op, t, tasks, a, b, out, shape, strides, starts):
 @jit(parallel=True)
 def _add(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        _task(_ADD, t, tasks, a, b, out, shape, strides, starts)
+        walk(_row, _ADD, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
 def _sub(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        _task(_SUB, t, tasks, a, b, out, shape, strides, starts)
+        walk(_row, _SUB, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
 def _mul(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        _task(_MUL, t, tasks, a, b, out, shape, strides, starts)
+        walk(_row, _MUL, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
 def _div(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        _task(_DIV, t, tasks, a, b, out, shape, strides, starts)
+        walk(_row, _DIV, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
 def _pow(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        _task(_POW, t, tasks, a, b, out, shape, strides, starts)
+        walk(_row, _POW, t, tasks, a, b, out, shape, strides, starts)
 
 
 def _in_dtype(a, dtype):
@@ -161,7 +162,7 @@ def _flat(a):
 
 
 def _layout(operands, shape):
-    """(flat views, merged shape, strides, starts) of the operands for ``_task``."""
+    """(flat views, merged shape, strides, starts) of the operands for ``walk``."""
     views = [operand_view(a, shape) for a in operands]
     merged, strides = merged_layout(shape, [s for _, _, s in views])
     if any(s[-1] not in (0, 1) for s in strides):   # strided along the row: copy that operand

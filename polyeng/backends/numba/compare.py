@@ -21,6 +21,7 @@ from numba.extending import overload
 
 from ...engine import dtypes as dt
 from ._broadcast import merged_layout, operand_view
+from .arithmetic import walk
 from ._cast import converted
 from ._runtime import inline, jit, launch, threads_for
 from ._storage import kernel_view, widen
@@ -58,57 +59,10 @@ def _compare_row(op, x, y, dst):
             dst[k] = element(x, k) <= element(y, k)
 
 
-@inline
-def task(row, op, t, tasks, a, b, out, shape, strides, starts):
-    """Task ``t`` of ``tasks``: its share of out (flat, C order over ``shape``) = a op b, each row by
-    ``row(op, x, y, dst)``.
-    ``strides[i]`` are operand i's element strides over the merged ``shape`` (innermost last, 0 or
-    1 there), ``starts[i]`` the place of its first element."""
-    rank = shape.size
-    length = shape[rank - 1]
-    total = out.size
-    sa, sb = strides[0, rank - 1], strides[1, rank - 1]
-    pos, stop = t * total // tasks, (t + 1) * total // tasks
-    index = np.zeros(rank, np.int64)
-    rest = pos // length
-    k = pos - rest * length   # where the task starts inside its first row
-    ao, bo = starts[0], starts[1]
-    for d in range(rank - 2, -1, -1):
-        q = rest // shape[d]
-        index[d] = rest - q * shape[d]
-        rest = q
-        ao += index[d] * strides[0, d]
-        bo += index[d] * strides[1, d]
-    while pos < stop:
-        n = min(length - k, stop - pos)
-        dst = out[pos:pos + n]
-        if sa == 1 and sb == 1:
-            row(op, a[ao + k:ao + k + n], b[bo + k:bo + k + n], dst)
-        elif sa == 1:
-            row(op, a[ao + k:ao + k + n], widen(b[bo]), dst)
-        elif sb == 1:
-            row(op, widen(a[ao]), b[bo + k:bo + k + n], dst)
-        else:
-            row(op, widen(a[ao]), widen(b[bo]), dst)
-        pos += n
-        k = 0
-        d = rank - 2
-        while d >= 0:
-            index[d] += 1
-            ao += strides[0, d]
-            bo += strides[1, d]
-            if index[d] < shape[d]:
-                break
-            ao -= shape[d] * strides[0, d]
-            bo -= shape[d] * strides[1, d]
-            index[d] = 0
-            d -= 1
-
-
 @jit(parallel=True)
 def _compare(a, b, out, shape, strides, starts, tasks, op):
     for t in prange(tasks):
-        task(_compare_row, op, t, tasks, a, b, out, shape, strides, starts)
+        walk(_compare_row, op, t, tasks, a, b, out, shape, strides, starts)
 
 
 def _operand(a, dtype):
@@ -142,7 +96,7 @@ _contiguous_layouts: dict = {}
 
 
 def run_binary(kernel, op: int, p, first, second, common):
-    """The bool array ``first op second`` of ``p.shape`` by ``kernel`` (a walk of ``task``), both
+    """The bool array ``first op second`` of ``p.shape`` by ``kernel`` (a ``walk`` of arithmetic's), both
     operands read in ``common``."""
     out = np.empty(p.shape, dt.bool_)
     if out.size == 0:

@@ -15,7 +15,8 @@ from numba import prange
 
 from ...engine import dtypes as dt
 from ._runtime import inline, jit, launch, threads_for
-from .compare import element, run_binary, task
+from .arithmetic import walk
+from .compare import element, run_binary
 
 AND, OR, XOR = range(3)
 _CHUNK = 16384   # elements per parallel task of the flat kernels: enough work to hide a task's start
@@ -27,7 +28,7 @@ _FLOAT_BITS = {dt.float16: (np.uint16, 0x7FFF, 0x7C00), dt.bfloat16: (np.uint16,
 
 @inline
 def _logical_row(op, x, y, dst):
-    """dst = x op y over one row (see ``compare.task``); the op is chosen once per row."""
+    """dst = x op y over one row (see ``arithmetic.walk``); the op is chosen once per row."""
     n = dst.size
     if op == AND:
         for k in range(n):
@@ -43,7 +44,7 @@ def _logical_row(op, x, y, dst):
 @jit(parallel=True)
 def _logical(a, b, out, shape, strides, starts, tasks, op):
     for t in prange(tasks):
-        task(_logical_row, op, t, tasks, a, b, out, shape, strides, starts)
+        walk(_logical_row, op, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
