@@ -27,7 +27,11 @@ REVIEWED_OPSET = 28
 SPEC_OPS = ("MatMul Gemm Add Sub Mul Div Pow Sqrt Erf Tanh Sigmoid Relu Exp Softmax LogSoftmax "
             "LayerNormalization Gelu MaxPool AveragePool GlobalAveragePool ReduceMean Resize Concat "
             "Transpose Where Cast LSTM Gather Constant Shape Slice Squeeze Unsqueeze Reshape Flatten "
-            "Expand Identity ConstantOfShape Range").split()
+            "Expand Identity ConstantOfShape Range "
+            # wave 3 (SPEC §11): the vision and text models' ops
+            "Conv BatchNormalization GRU HardSwish HardSigmoid LeakyRelu Clip Abs Neg Log Reciprocal Max Min "
+            "Equal Greater Less GreaterOrEqual LessOrEqual And Or Xor Not IsNaN IsInf Split ReduceSum ReduceMax "
+            "ReduceMin Pad Dropout GatherND GatherElements").split()
 
 
 def test_supported_ops_gives_each_op_its_first_and_last_opset():
