@@ -39,6 +39,14 @@ import pytest
 # `@pytest.mark.device_tensors` runs only on engines that have device tensors
 # (`polyeng.to_device` to them works), so the others do not show it as a skip.
 #
+# Engines of a subset (ONEDNN: what oneDNN's primitives do) run every test too, but
+# a call the engine turns down at selection (its kernel's `accepts` gave a reason,
+# or it lacks the op) ends that test as an expected failure (xfail) naming the
+# reason, never as a pass or a skip; a kernel that accepted a call and then failed
+# or gave a wrong result fails the test. The terminal summary counts the
+# turned-down calls by reason, and a test needing an op the engine lacks is not
+# generated for it (listed in the summary too).
+#
 # To put a plugin engine under the whole suite, register it before collection:
 #
 #     pytest --polyeng-plugin mypackage.engine:MyEngine      (repeatable)
@@ -56,6 +64,9 @@ SKIPPED_EXIT = 6
 TEST_PLUGINS_VAR = "POLYENG_TEST_PLUGINS"
 NOTHING_PASSED_EXIT = pytest.ExitCode.NO_TESTS_COLLECTED
 REFERENCE_ENGINE = "basic"
+SUBSET_ENGINES = ("onednn",)   # engines whose turned-down calls end a test as xfail (see above)
+_turned_down: dict = {}   # (engine, reason) -> tests
+_not_generated: dict = {}   # engine -> {op: tests}
 
 _passed = {"count": 0}
 _skipped: list = []   # (test id, reason) of every skip this run
@@ -271,9 +282,45 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if devices_only and registry().engines[record.name].to_device is None:
             continue
         reason = _skip_reason(record, needed)
+        if reason and record.available and record.name in SUBSET_ENGINES:
+            for op in sorted(needed - set(record.ops)):
+                _not_generated.setdefault(record.name, {}).setdefault(op, set()).add(metafunc.definition.nodeid)
+            continue
         params.append(pytest.param(record.name, id=record.name,
                                    marks=pytest.mark.skip(reason=reason) if reason else ()))
     metafunc.parametrize("engine", params, indirect=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    engine = getattr(getattr(item, "callspec", None), "params", {}).get("engine")
+    if engine not in SUBSET_ENGINES or call.excinfo is None or report.when != "call":
+        return
+    from polyeng import EngineError
+    exc = call.excinfo.value
+    turned_down = (isinstance(exc, EngineError) and exc.engine == engine
+                   and exc.reason.startswith(("rejected:", "not implemented:"))
+                   and "accepts() raised" not in exc.reason)   # a bug in the rule, not a limit
+    if turned_down:
+        report.outcome, report.wasxfail = "skipped", f"{engine} turns this call down: {exc.reason}"
+        _turned_down.setdefault((engine, f"{exc.op}: {exc.reason}"), []).append(item.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if not (_turned_down or _not_generated):
+        return
+    write = terminalreporter.write_line
+    write("")
+    for engine in SUBSET_ENGINES:
+        downs = {reason: tests for (e, reason), tests in _turned_down.items() if e == engine}
+        if downs:
+            write(f"{engine}: {sum(map(len, downs.values()))} test(s) ended as xfail: the engine turned their call down")
+            for reason, tests in sorted(downs.items(), key=lambda kv: -len(kv[1])):
+                write(f"  {len(tests):5d}  {reason[:160]}")
+        for op, tests in sorted(_not_generated.get(engine, {}).items()):
+            write(f"{engine}: lacks {op}; {len(tests)} test function(s) not generated for it")
 
 
 @pytest.fixture

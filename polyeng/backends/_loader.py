@@ -105,13 +105,15 @@ class LazyKernel:
 
 
 def register_kernels(registry, engine: str, package: str, *, lazy: bool = True, native_storage: bool = False,
-                     engine_rule=None, compute_types=None, wrap=None, before_load=None) -> None:
+                     engine_rule=None, compute_types=None, wrap=None, before_load=None,
+                     own_fp_math: bool = False) -> None:
     """Register every kernel ``package`` defines for ``engine``.
 
     ``engine_rule(spec)``: a ``rule(call)`` every kernel of that op shares (or None);
     ``compute_types(spec)``: the compute types of that op's kernel (None: whatever the mode
     allows); ``wrap(kernel)``: what the engine puts around each kernel; ``before_load()``: what
-    the engine sets up before a lazy kernel's module is first imported (no cost per call).
+    the engine sets up before a lazy kernel's module is first imported (no cost per call);
+    ``own_fp_math``: the kernels round f32 inputs to a down-conversion type themselves.
     """
     for spec in registry.specs.values():
         module = f"{package}.{spec.family}"
@@ -130,7 +132,7 @@ def register_kernels(registry, engine: str, package: str, *, lazy: bool = True, 
         record = KernelRecord(spec.name, engine, wrap(kernel) if wrap is not None else kernel,
                               accepts=_both(shared, own_rule), prepared=True,
                               compute_types=compute_types(spec) if compute_types is not None else None,
-                              native_storage=native_storage)
+                              native_storage=native_storage, own_fp_math=own_fp_math)
         registry.add_kernel_record(record)
 
 

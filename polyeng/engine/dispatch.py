@@ -22,7 +22,7 @@ from . import dtypes as dt
 from .signal_safe import error_state, quietly
 from . import array_handlers, fpmath, mixed_precision, plan_cache, trace_hook, verbose
 from .call import Call, is_device_tensor, map_arrays, tensors_of
-from .kernel_args import compute_arguments, host_arguments, needs_conversion, needs_host
+from .kernel_args import compute_arguments, conversion_type, host_arguments, needs_conversion, needs_host
 from .errors import EngineError, FallbackWarning, warn_once
 from .plugins import registry
 from .selector import ACCEPTED, CHOSEN, NOT_PROBED, Decision, choose_engine, verdict
@@ -173,7 +173,8 @@ class BoundPlan:
             if step.to_host:
                 kernel_args, moved = host_arguments(kernel_args, step.engine, self.registry)
             if step.convert:
-                kernel_args = compute_arguments(kernel_args, step.compute, step.kernel.native_storage)
+                kernel_args = compute_arguments(kernel_args, conversion_type(step.compute, step.kernel),
+                                                step.kernel.native_storage)
             start = time.perf_counter() if level else 0.0
             try:
                 kernel = step.kernel

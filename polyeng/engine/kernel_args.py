@@ -9,10 +9,17 @@ from . import dtypes as dt
 from . import fpmath
 from .call import Call, is_device_tensor, map_arrays
 
+def conversion_type(compute, kernel):
+    """The type the dispatcher converts float arguments to: ``compute``, except that a kernel that
+    applies a down-conversion itself (``own_fp_math``) gets f32 data as it is."""
+    return "f32" if kernel.own_fp_math and compute in fpmath.DOWN_CONVERSIONS else compute
+
+
 def needs_conversion(call: Call, compute: str, kernel) -> bool:
     """Whether some float argument is not already what the kernel computes on."""
     if call.spec.exact or compute is None:
         return False
+    compute = conversion_type(compute, kernel)
     target = fpmath.arithmetic_dtype(compute)
     down = compute in fpmath.DOWN_CONVERSIONS
     found = []

@@ -20,6 +20,7 @@ class Engine(NameEnum):
     BASIC = "basic"
     NUMBA = "numba"
     OPENCL = "opencl"
+    ONEDNN = "onednn"
 
     @classmethod
     def _missing_(cls, value):

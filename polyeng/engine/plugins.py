@@ -22,7 +22,8 @@ HOOK = "polyeng_register"
 # The values POLYENG_DISABLE_PLUGIN_AUTOLOAD may take: True turns autoload off.
 _SWITCH = {"1": True, "true": True, "yes": True, "on": True,
            "0": False, "false": False, "no": False, "off": False, "": False}
-BUILTIN_BACKENDS = ("polyeng.backends.basic", "polyeng.backends.numba", "polyeng.backends.opencl")
+BUILTIN_BACKENDS = ("polyeng.backends.basic", "polyeng.backends.numba", "polyeng.backends.opencl",
+                    "polyeng.backends.onednn")
 
 _lock = threading.RLock()
 _manager: pluggy.PluginManager | None = None

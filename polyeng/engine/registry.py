@@ -73,6 +73,9 @@ class KernelRecord:
     compute_types: Optional[tuple] = None   # e.g. ("f32", "bf16"); None: every type the mode allows
     native_storage: bool = False   # takes f16/bf16 arrays as stored and returns them so
     prepared: bool = False   # a built-in kernel: called as fn(prepared, **args), see backends/_loader.py
+    # rounds f32 inputs to a down-conversion compute type itself (oneDNN's fpmath attribute), so
+    # the dispatcher passes them unrounded; the kernel reads the mode (backends/onednn/_fpmath.py)
+    own_fp_math: bool = False
 
     def compute_for(self, call) -> Optional[str]:
         """The most preferred compute type the fp math mode allows and this kernel supports."""

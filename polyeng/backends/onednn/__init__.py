@@ -1,0 +1,40 @@
+"""ONEDNN: oneDNN's primitives through its C API (ctypes), from the ``onednn-cpu-gomp`` wheel.
+
+Kernel modules (same file names as ``basic``) are imported on first call, like NUMBA's. Each
+kernel builds its primitive once per call signature (``_primitive.cached``) and reads 16-bit
+storage as stored. ALLOW ops take f32 data unrounded and hand the fp math mode to oneDNN as its
+fpmath attribute (``_fpmath.py``), so a bf16 mode runs f32 products on the CPU's bf16 units.
+Each kernel's ``accepts`` turns down what oneDNN lacks (dtypes, ranks, options), with the reason.
+Modules with a leading underscore are the engine's own support code, not op families.
+"""
+from ...engine.hookspecs import hookimpl
+from .._loader import register_kernels
+from . import _fpmath
+
+NAME = "onednn"
+
+
+def availability():
+    from . import _lib
+    reason = _lib.platform_reason()
+    if reason:
+        return False, reason
+    try:
+        _lib.lib()
+        _lib.engine()
+    except Exception as exc:
+        return False, f"oneDNN cannot be loaded: {type(exc).__name__}: {exc}"
+    return True, ""
+
+
+def describe():
+    from . import _lib
+    native = ", ".join(_fpmath.native_types()) or "none"
+    return _lib.details() + [f"fp math down-conversions this CPU computes natively: {native}"]
+
+
+@hookimpl
+def polyeng_register(registry):
+    registry.add_engine(NAME, available=availability, details=describe)
+    register_kernels(registry, NAME, __name__, native_storage=True, compute_types=_fpmath.compute_types,
+                     own_fp_math=True)

@@ -1,0 +1,62 @@
+"""Constant weights reordered once into the layout and type a primitive prefers (seed 000's
+"memory descriptor any": weights blocked and down-converted once for inference).
+
+A weight counts as constant when neither it nor any array it views can be written (a read-only
+numpy array whose bases are read-only too): every constant of a graph is such an array. Its
+reordered copy is kept, bounded (``MAX_PACKED``, least recently used out), with a reference to
+the weight itself so that its memory cannot be reused by another array while the copy is kept.
+A writeable weight is read as it lies on every call (no copy is kept of data that may change).
+"""
+from __future__ import annotations
+
+import collections
+import threading
+
+import numpy as np
+
+from . import _constants as C
+from ._primitive import aligned_empty, desc_of, reorder
+
+MAX_PACKED = 512
+
+_packed: collections.OrderedDict = collections.OrderedDict()
+_lock = threading.Lock()
+stats = {"reorders": 0}
+
+
+def constant(a: np.ndarray) -> bool:
+    """Whether ``a``'s data cannot change through numpy: it and every ndarray base are read-only."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return not isinstance(a, (bytearray, memoryview))
+
+
+def packed_weight(prim, weight: np.ndarray) -> np.ndarray:
+    """``weight`` in the layout ``prim`` chose for its weights (a byte buffer), reordered on first use."""
+    target = prim.md(C.QUERY_WEIGHTS_MD)
+    key = (weight.ctypes.data, weight.shape, weight.strides, weight.dtype.str, id(prim))
+    with _lock:
+        entry = _packed.get(key)
+        if entry is not None and entry[0] is prim:
+            _packed.move_to_end(key)
+            return entry[2]
+    source = desc_of(weight)
+    buffer = aligned_empty(target.size)
+    step = reorder(source, target)
+    step.run({C.ARG_FROM: weight, C.ARG_TO: buffer}, 1)
+    stats["reorders"] += 1
+    root = weight
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    with _lock:
+        _packed[key] = (prim, root, buffer)
+        while len(_packed) > MAX_PACKED:
+            _packed.popitem(last=False)
+    return buffer
+
+
+def clear() -> None:
+    with _lock:
+        _packed.clear()

@@ -1,0 +1,252 @@
+"""oneDNN primitives as Python objects: memory descriptors of numpy arrays, attributes (fp math
+mode, post-ops), primitives with their memory objects, and the bounded primitive cache.
+
+- ``desc(shape, dtype, strides)`` describes an array (strides in elements; a zero stride is a
+  broadcast); ``desc_any`` lets the primitive choose the layout (oneDNN's ``format_tag::any``).
+- ``Primitive(create, ...)`` owns a primitive descriptor and its primitive; ``run(args)`` executes
+  it on this thread's stream with numpy arrays by ``DNNL_ARG_*``. Its memory objects are made once
+  per argument and given each call's data pointer (a ``set_data_handle``, not a ``memory_create``).
+- ``cached(key, build)``: the primitive for a key (op, shapes, strides, dtypes, attributes and the
+  fp math mode), built once. The cache is bounded (``MAX_PRIMITIVES``, least recently used out).
+"""
+from __future__ import annotations
+
+import collections
+import ctypes
+import threading
+
+import ml_dtypes
+import numpy as np
+
+from . import _constants as C
+from ._lib import ExecArg, OneDNNError, call, dims, engine, lib, new, set_threads, stream
+
+MAX_PRIMITIVES = 1024
+
+DATA_TYPE = {np.dtype(np.float32): C.F32, np.dtype(ml_dtypes.bfloat16): C.BF16, np.dtype(np.float16): C.F16,
+             np.dtype(np.int32): C.S32, np.dtype(np.int8): C.S8, np.dtype(np.uint8): C.U8}
+FP_MATH = {"f32": C.FPMATH_MODE_STRICT, "bf16": C.FPMATH_MODE_BF16, "f16": C.FPMATH_MODE_F16,
+           "tf32": C.FPMATH_MODE_TF32}
+
+
+class Desc:
+    """An owned ``dnnl_memory_desc_t``."""
+
+    __slots__ = ("handle", "owned", "__weakref__")
+
+    def __init__(self, handle: int, owned: bool = True):
+        self.handle, self.owned = handle, owned
+
+    @property
+    def size(self) -> int:
+        return lib().dnnl_memory_desc_get_size(self.handle)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Desc) and bool(lib().dnnl_memory_desc_equal(self.handle, other.handle))
+
+    __hash__ = object.__hash__
+
+    def __del__(self):
+        if self.owned and self.handle:
+            try:
+                lib().dnnl_memory_desc_destroy(self.handle)
+            except Exception:   # interpreter shutdown
+                pass
+
+
+def data_type(dtype) -> int:
+    try:
+        return DATA_TYPE[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"oneDNN has no data type for {np.dtype(dtype)}") from None
+
+
+def desc(shape, dtype, strides=None) -> Desc:
+    """A plain layout of ``shape``: ``strides`` in elements (row-major when None)."""
+    shape = tuple(int(s) for s in shape) or (1,)
+    if strides is None:
+        strides, step = [], 1
+        for s in reversed(shape):
+            strides.append(step)
+            step *= max(s, 1)
+        strides = tuple(reversed(strides))
+    strides = tuple(int(s) for s in strides) or (1,)
+    return Desc(new("dnnl_memory_desc_create_with_strides", len(shape), dims(shape), data_type(dtype), dims(strides)))
+
+
+def desc_of(a: np.ndarray, shape=None) -> Desc:
+    """The descriptor of array ``a`` as it lies in memory (``shape``: read it as this shape instead,
+    row-major; ``a`` must then be C-contiguous)."""
+    if shape is not None:
+        return desc(shape, a.dtype)
+    item = a.itemsize
+    return desc(a.shape, a.dtype, tuple(s // item for s in a.strides))
+
+
+def desc_any(shape, dtype) -> Desc:
+    shape = tuple(int(s) for s in shape)
+    return Desc(new("dnnl_memory_desc_create_with_tag", len(shape), dims(shape), data_type(dtype), C.FORMAT_TAG_ANY))
+
+
+def elements_strides(a: np.ndarray) -> tuple:
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+class Attr:
+    """A ``dnnl_primitive_attr_t``: the fp math mode (``compute``: f32, bf16, f16, tf32) and
+    post-ops (``("eltwise", alg, alpha, beta)`` or ``("binary", alg, Desc)``)."""
+
+    def __init__(self, compute: str = "f32", post_ops=()):
+        self.handle = new("dnnl_primitive_attr_create")
+        call("dnnl_primitive_attr_set_fpmath_mode", self.handle, FP_MATH[compute])
+        self.post_ops = tuple(post_ops)
+        if post_ops:
+            ops = new("dnnl_post_ops_create")
+            try:
+                for op in post_ops:
+                    if op[0] == "eltwise":
+                        call("dnnl_post_ops_append_eltwise", ops, op[1], float(op[2]), float(op[3]))
+                    else:
+                        call("dnnl_post_ops_append_binary", ops, op[1], op[2].handle)
+                call("dnnl_primitive_attr_set_post_ops", self.handle, ops)
+            finally:
+                lib().dnnl_post_ops_destroy(ops)
+
+    def __del__(self):
+        try:
+            lib().dnnl_primitive_attr_destroy(self.handle)
+        except Exception:
+            pass
+
+
+class Primitive:
+    """A primitive and its descriptor, made by ``create(pd_pointer, engine, *args)``; ``keep`` holds
+    the descriptors and attributes the primitive descriptor was made from."""
+
+    def __init__(self, create: str, *args, keep=()):
+        self.pd = new(create, engine(), *args)
+        try:
+            self.handle = new("dnnl_primitive_create", self.pd)
+        except Exception:
+            lib().dnnl_primitive_desc_destroy(self.pd)
+            raise
+        self.keep = keep
+        self._memories: dict = {}      # arg -> (dnnl_memory_t, its descriptor) made on first use
+        self._lock = threading.Lock()
+
+    @property
+    def impl(self) -> str:
+        """oneDNN's name of the implementation it chose (``brg:avx512_core_amx``, ``jit:uni`` ...)."""
+        text = ctypes.c_char_p()
+        call("dnnl_primitive_desc_query", self.pd, C.QUERY_IMPL_INFO_STR, 0, ctypes.byref(text))
+        return (text.value or b"").decode()
+
+    def md(self, query: int, index: int = 0) -> Desc:
+        """A descriptor the primitive chose (``QUERY_WEIGHTS_MD`` and so on), owned by the primitive."""
+        handle = lib().dnnl_primitive_desc_query_md(self.pd, query, index)
+        return Desc(handle, owned=False)
+
+    def arg_md(self, arg: int) -> Desc:
+        return Desc(lib().dnnl_primitive_desc_query_md(self.pd, C.QUERY_EXEC_ARG_MD, arg), owned=False)
+
+    def run(self, args: dict, threads: int) -> None:
+        """Execute with ``args``: ``DNNL_ARG_*`` -> numpy array laid out as the primitive's descriptor
+        of that argument says (the caller made it so). Blocks until done."""
+        count = len(args)
+        packed = (ExecArg * count)()
+        l = lib()
+        acquired = self._lock.acquire(blocking=False)
+        fresh = []
+        try:
+            for i, (arg, array) in enumerate(args.items()):
+                memory = self._memories.get(arg) if acquired else None
+                if memory is None:
+                    memory = new("dnnl_memory_create", self.arg_md(arg).handle, engine(), None)
+                    if acquired:
+                        self._memories[arg] = memory
+                    else:
+                        fresh.append(memory)
+                l.dnnl_memory_set_data_handle(memory, array.ctypes.data)
+                packed[i].arg, packed[i].memory = arg, memory
+            set_threads(threads)
+            s = stream()
+            status = l.dnnl_primitive_execute(self.handle, s, count, packed)
+            if status != C.SUCCESS:
+                raise OneDNNError("primitive execution", status)
+            l.dnnl_stream_wait(s)
+        finally:
+            if acquired:
+                self._lock.release()
+            for memory in fresh:
+                l.dnnl_memory_destroy(memory)
+
+    def __del__(self):
+        try:
+            l = lib()
+            for memory in self._memories.values():
+                l.dnnl_memory_destroy(memory)
+            l.dnnl_primitive_destroy(self.handle)
+            l.dnnl_primitive_desc_destroy(self.pd)
+        except Exception:
+            pass
+
+
+class _Cache:
+    def __init__(self, size: int):
+        self.size = size
+        self._items: collections.OrderedDict = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key, build):
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return item
+        item = build()   # outside the lock: building JIT-compiles, and another thread may build too
+        with self._lock:
+            self.misses += 1
+            self._items[key] = item
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return item
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+cache = _Cache(MAX_PRIMITIVES)
+
+
+def cached(key, build):
+    """The object ``build()`` makes for ``key``, made once and kept (bounded, least recently used out)."""
+    return cache.get(key, build)
+
+
+def reorder(src: Desc, dst: Desc) -> Primitive:
+    """A reorder from one layout (or data type) to another."""
+    return Primitive.__new__(Primitive)._reorder(src, dst)
+
+
+def _reorder(self, src: Desc, dst: Desc):
+    self.pd = new("dnnl_reorder_primitive_desc_create", src.handle, engine(), dst.handle, engine(), None)
+    self.handle = new("dnnl_primitive_create", self.pd)
+    self.keep, self._memories, self._lock = (src, dst), {}, threading.Lock()
+    return self
+
+
+Primitive._reorder = _reorder
+
+
+def aligned_empty(nbytes: int) -> np.ndarray:
+    """A byte buffer of ``nbytes`` aligned to 64 bytes (what oneDNN's blocked layouts prefer)."""
+    raw = np.empty(nbytes + 64, np.uint8)
+    offset = (-raw.ctypes.data) % 64
+    return raw[offset:offset + nbytes]
