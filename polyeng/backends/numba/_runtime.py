@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import warnings
 
@@ -155,7 +156,8 @@ def start_pool() -> dict:
         user = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS")
                 if k in os.environ}
         started_before = bool(getattr(parallel, "_is_initialized", False))
-        preloaded = _libgomp_loaded()
+        # libgomp that polyeng's oneDNN engine loaded with OMP_WAIT_POLICY=PASSIVE is of known policy
+        preloaded = _libgomp_loaded() and not _passive_libgomp_loaded_by_onednn()
         set_passive = False
         if not started_before:
             if "NUMBA_NUM_THREADS" not in user:   # numba's default is every core of the machine
@@ -198,6 +200,11 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _passive_libgomp_loaded_by_onednn() -> bool:
+    lib = sys.modules.get("polyeng.backends.onednn._lib")
+    return bool(lib is not None and lib._state.get("passive"))
 
 
 def _libgomp_loaded() -> bool:

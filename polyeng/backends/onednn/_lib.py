@@ -128,7 +128,7 @@ def library_path() -> str | None:
     try:
         for file in metadata.distribution(WHEEL).files or ():
             if file.name == SONAME:
-                path = str(file.locate())
+                path = os.path.normpath(str(file.locate()))
                 if os.path.exists(path):
                     return path
     except metadata.PackageNotFoundError:
