@@ -31,3 +31,39 @@ def jit_from(min_elements: int):
 def reference(call):
     """BASIC: the NUMBA kernel runs the same numpy BLAS call, so nothing is gained."""
     return REFERENCE
+
+
+ONEDNN = "onednn"
+PRODUCT_MIN = 1 << 20   # multiply-adds below which a oneDNN product gains nothing on numba's
+
+
+def _native_down_conversion(call) -> bool:
+    """f32 work that the fp math mode lets run in a type this CPU multiplies natively (bf16, f16)."""
+    from ..backends.onednn._fpmath import native_types   # reads /proc/cpuinfo once; loads no library
+    return call.allowed_compute[0] in native_types()
+
+
+def _product(call):
+    """(rows, multiply-adds, constant right operand) of a matmul or linear call."""
+    from ..backends.onednn._packed import constant
+    args = call.args
+    left, right = (args["x"], args["weight"]) if call.op == "linear" else (args["a"], args["b"])
+    rows = math.prod(left.shape[:-1]) if left.ndim > 1 else 1
+    return rows, math.prod(call.prepared.shape) * (left.shape[-1] if left.ndim else 1), constant(right)
+
+
+def products(call):
+    """matmul and linear: ONEDNN where it computes what BLAS cannot (measured in
+    benchmarks/crossover.py): 16-bit storage from a million multiply-adds, and f32 under a bf16/f16
+    mode the CPU computes natively when the right operand is constant (its conversion is made
+    once) or the left has 512 rows or more (the conversion is repaid); else BASIC, whose BLAS
+    product NUMBA runs too."""
+    storage = call.storage_dtype
+    if storage is not None and str(storage) in ("bfloat16", "float16"):
+        rows, work, _ = _product(call)
+        return ONEDNN if work >= PRODUCT_MIN else REFERENCE
+    if _native_down_conversion(call):
+        rows, work, fixed = _product(call)
+        if work >= PRODUCT_MIN and (fixed or rows >= 512):
+            return ONEDNN
+    return REFERENCE

@@ -95,14 +95,14 @@ def _prepare_linear(args) -> Prepared:
 
 MATMUL = OpSpec(name="matmul", function=matmul, validate=_validate_matmul, category=Category.ALLOW,
                 prepare=_prepare_matmul,
-                recommend=_recommend.reference, preference=_recommend.PREFERENCE,
+                recommend=_recommend.products, preference=_recommend.PREFERENCE,
                 chunking="matmul", ufuncs=("matmul",),
                 example=lambda t, rng: ((t(4, 17, 24), t(24, 9)), {}),
                 zero_size=lambda z: ((z(0, 5), z(5, 3)), {}, (0, 3)),
                 tolerance=32)
 LINEAR = OpSpec(name="linear", function=linear, validate=_validate_linear, category=Category.ALLOW,
                 prepare=_prepare_linear,
-                recommend=_recommend.reference, preference=_recommend.PREFERENCE,
+                recommend=_recommend.products, preference=_recommend.PREFERENCE,
                 chunking="linear",
                 example=lambda t, rng: ((t(5, 24), t(9, 24), t(9)), {}),
                 zero_size=lambda z: ((z(2, 0, 5), z(3, 5)), {}, (2, 0, 3)),
