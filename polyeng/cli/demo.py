@@ -1,9 +1,10 @@
 """``polyeng demo``: the main job on a real model.
 
 The bundled BERT-style encoder (an ONNX file exported from PyTorch) runs on every available
-engine, in float32 and converted to bfloat16 by the mixed precision pass; each run shows its
-median time, how far it is from BASIC's float32 result and from onnxruntime's, and which engine
-each op ran on. Sizes are small so that a first run, compiling numba's kernels, stays short.
+engine, in float32, in float32 under ``fp_math_mode("bf16")`` (products may compute in bf16), and
+converted to bfloat16 by the mixed precision pass; each run shows its median time, its speed
+against onnxruntime's on the same file and inputs (timed in the same process), how far it is from
+BASIC's float32 result and from onnxruntime's, and which engine each op ran on. Sizes are small so that a first run, compiling numba's kernels, stays short.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from .run import amp_counts, amp_text, decisions, engine_scope, max_abs_diff, ti
 
 MODEL = "encoder_opset17.onnx"
 SIZES = {"batch": 4, "seq": 32}
-PRECISIONS = ("f32", "bf16 AMP")
+PRECISIONS = ("f32", "f32 fpm:bf16", "bf16 AMP")
 
 
 def ops_by_engine(rows: list[dict]) -> str:
@@ -63,29 +64,35 @@ def run_demo(repeats: int = 3) -> int:
     print(f"  bf16 AMP (polyeng.amp.to_mixed_precision): {amp_text(amp_counts(mixed))}; "
           f"kept in f32 by their rule: {_kept_in_f32(mixed)}")
     session = onnxruntime_session(path)
-    reference = None
+    reference = peer_ms = None
     if session is None:
         print("  onnxruntime is not installed (pip install 'polyeng[onnx]'): no reference column")
     else:
         import onnxruntime
         feed = {i["name"]: a for i, a in zip(prepared.described, inputs)}
         reference = session.run(None, feed)
-        print(f"  reference: onnxruntime {onnxruntime.__version__} on the same file")
+        peer_ms = time_runs(lambda: session.run(None, feed), max(repeats, 5))["median_s"] * 1e3
+        print(f"  reference: onnxruntime {onnxruntime.__version__} on the same file: {peer_ms:.3f} ms "
+              f"(median of {max(repeats, 5)} runs)")
     print(f"  engines: {', '.join(engines)}, then the default selection (recommend); median of {repeats} runs; "
-          "vs: max |difference| of the outputs")
+          "speed: onnxruntime's time / this row's (above 1: faster); vs: max |difference| of the outputs")
     if "numba" in engines:
         print("compiling numba kernels (first run only)...", flush=True)
-    header = ("engine", "precision", "median ms", "vs basic f32", "vs onnxruntime", "ops by engine")
-    print(f"\n  {header[0]:<10} {header[1]:<9} {header[2]:>10}  {header[3]:>12}  {header[4]:>14}  {header[5]}")
+    header = ("engine", "precision", "median ms", "speed", "vs basic f32", "vs onnxruntime", "ops by engine")
+    print(f"\n  {header[0]:<10} {header[1]:<12} {header[2]:>10}  {header[3]:>6}  {header[4]:>12}  {header[5]:>14}  "
+          f"{header[6]}")
     basic_f32 = None
     for engine in [e for e in engines if e == "basic"] + [e for e in engines if e != "basic"] + ["recommend"]:
-        for precision, runnable in zip(PRECISIONS, (graph, mixed)):
-            with engine_scope(engine):
+        for precision, runnable in zip(PRECISIONS, (graph, graph, mixed)):
+            mode = "bf16" if "fpm:bf16" in precision else "strict"
+            with engine_scope(engine), polyeng.fp_math_mode(mode):
                 timing = time_runs(lambda: runnable(*inputs), repeats)
                 rows = decisions(runnable.explain(*inputs))
             outputs = as_list(timing["result"])
             basic_f32 = outputs if basic_f32 is None else basic_f32
-            print(f"  {engine:<10} {precision:<9} {timing['median_s'] * 1e3:10.3f}  {_diff(outputs, basic_f32):>12}  "
+            ms = timing["median_s"] * 1e3
+            speed = f"{peer_ms / ms:6.2f}" if peer_ms else "     -"
+            print(f"  {engine:<10} {precision:<12} {ms:10.3f}  {speed}  {_diff(outputs, basic_f32):>12}  "
                   f"{_diff(outputs, reference):>14}  {ops_by_engine(rows)}", flush=True)
     return 0
 
