@@ -64,7 +64,7 @@ SKIPPED_EXIT = 6
 TEST_PLUGINS_VAR = "POLYENG_TEST_PLUGINS"
 NOTHING_PASSED_EXIT = pytest.ExitCode.NO_TESTS_COLLECTED
 REFERENCE_ENGINE = "basic"
-SUBSET_ENGINES = ("onednn",)   # engines whose turned-down calls end a test as xfail (see above)
+from support import SUBSET_ENGINES  # noqa: E402  engines whose turned-down calls end a test as xfail (see above)
 _turned_down: dict = {}   # (engine, reason) -> tests
 _not_generated: dict = {}   # engine -> {op: tests}
 
@@ -295,7 +295,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    engine = getattr(getattr(item, "callspec", None), "params", {}).get("engine")
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    engine = params.get("engine", params.get("on_engine"))
     if engine not in SUBSET_ENGINES or call.excinfo is None or report.when != "call":
         return
     from polyeng import EngineError

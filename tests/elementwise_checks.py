@@ -4,6 +4,8 @@ operands per op, the tolerance rules, non-contiguous views, special values, and 
 import numpy as np
 import pytest
 
+from support import SUBSET_ENGINES
+
 import polyeng
 from polyeng.engine import dtypes as dt
 from support import random_values
@@ -92,7 +94,10 @@ def require(engine, *ops):
     record = next(r for r in polyeng.engines() if r.name == engine)
     missing = sorted(set(ops) - set(record.ops))
     if missing:
-        pytest.skip(f"engine {engine!r} does not implement {', '.join(missing)}")
+        reason = f"engine {engine!r} does not implement {', '.join(missing)}"
+        if engine in SUBSET_ENGINES:   # by design: an expected failure naming the op, as conftest does
+            pytest.xfail(reason)
+        pytest.skip(reason)
 
 
 def run(engine, op, *args):

@@ -161,6 +161,18 @@ def lstm_params(lm):
     return [(w["lstm.weight_ih_l0"], w["lstm.weight_hh_l0"], w["lstm.bias_ih_l0"], w["lstm.bias_hh_l0"])]
 
 
+# engines of a subset of polyeng's calls (what oneDNN's primitives do): see "Engines under test" in conftest
+SUBSET_ENGINES = ("onednn",)
+
+
+def turned_down(engine, op, *args, **kwargs) -> bool:
+    """Whether ``engine``, one of SUBSET_ENGINES, turns this call down at selection (a limit it declares)."""
+    if engine not in SUBSET_ENGINES:
+        return False
+    with polyeng.compute_eng(engine):
+        return polyeng.explain(op, *args, **kwargs).engine != engine
+
+
 def run_on(engine, op, *args, **kwargs):
     """``polyeng.<op>(*args, **kwargs)`` on ``engine`` alone (no fallback)."""
     with polyeng.compute_eng(engine, fallback=False):
