@@ -1,0 +1,43 @@
+"""ONEDNN's softmax and log_softmax: ordinary calls are taken (not turned down), f32 log_softmax
+is turned down for its accuracy, and a row holding NaN or +inf is NaN throughout along the last
+axis too, where oneDNN's own kernel leaves the other values finite."""
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.engine import dtypes as dt
+
+pytestmark = pytest.mark.skipif("onednn" not in {e.name for e in polyeng.engines() if e.available},
+                                reason="onednn is not available")
+
+
+def engine_of(op, *args, **kwargs):
+    with polyeng.compute_eng("onednn"):
+        return polyeng.explain(op, *args, **kwargs).engine
+
+
+def on(engine, op, x, axis):
+    with polyeng.compute_eng(engine, fallback=False):
+        return getattr(polyeng, op)(x, axis=axis)
+
+
+@pytest.mark.parametrize("shape,axis", [((8, 128), -1), ((4, 5, 33), 1), ((7,), 0), ((), 0), ((3, 0), 1)])
+def test_calls_are_taken(shape, axis):
+    x = np.ones(shape, np.float32)
+    assert engine_of("softmax", x, axis) == "onednn"
+    assert engine_of("softmax", x.astype(dt.bfloat16), axis) == "onednn"
+    assert engine_of("log_softmax", x.astype(dt.bfloat16), axis) == "onednn"
+    assert engine_of("log_softmax", x, axis) != "onednn"   # f32: oneDNN's log is approximate
+
+
+@pytest.mark.parametrize("op,dtype", [("softmax", np.float32), ("softmax", dt.bfloat16),
+                                      ("log_softmax", dt.bfloat16)])   # f32 log_softmax is turned down
+def test_rows_with_nan_or_inf_are_nan(op, dtype):
+    x = np.random.default_rng(0).standard_normal((6, 40)).astype(dtype)
+    x[1, 3], x[3, 39], x[4, 0] = np.nan, np.inf, -np.inf
+    for view, axis in ((x, 1), (np.ascontiguousarray(x.T), 0), (x.T, 0)):
+        got = on("onednn", op, view, axis).astype(np.float64)
+        want = on("basic", op, view, axis).astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=8 * (2.0 ** -7 if dtype == dt.bfloat16 else 2.0 ** -23),
+                                   atol=1e-6, equal_nan=True)
