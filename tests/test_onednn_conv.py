@@ -1,0 +1,101 @@
+"""ONEDNN's conv1d and conv2d beyond the shared suite: ordinary f32 and bf16 calls are taken (not
+turned down) on every algorithm's shapes, bf16 fp math gives oneDNN bf16 data with an f32 result,
+constant weights are reordered once, and inputs of any strides (blocked and plain primitives)."""
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.engine import dtypes as dt
+
+pytestmark = pytest.mark.skipif(not {e.name: e.available for e in polyeng.engines()}.get("onednn"),
+                                reason="the onednn engine is unavailable")
+
+# (op, x shape, weight shape, keyword arguments): pointwise, depthwise, 3x3, strided, grouped, 1-D
+CALLS = [
+    ("conv2d", (2, 32, 14, 14), (16, 32, 1, 1), {}),
+    ("conv2d", (2, 24, 15, 15), (24, 1, 3, 3), {"groups": 24, "padding": 1}),
+    ("conv2d", (1, 16, 12, 13), (32, 16, 3, 3), {"padding": 1}),
+    ("conv2d", (2, 16, 12, 13), (8, 16, 3, 3), {"stride": 2, "dilation": (2, 1), "padding": (1, 0, 2, 1)}),
+    ("conv2d", (1, 32, 10, 10), (32, 4, 3, 3), {"groups": 8, "padding": "same"}),
+    ("conv1d", (2, 16, 40), (32, 16, 5), {"padding": 2, "stride": 2}),
+    ("conv1d", (16, 40), (16, 1, 3), {"groups": 16, "padding": "same"}),
+]
+IDS = [f"{c[0]}-{i}" for i, c in enumerate(CALLS)]
+
+
+def _data(x_shape, w_shape, dtype=np.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype),
+            rng.standard_normal(w_shape[0]).astype(dtype))
+
+
+def _basic(op, x, w, b, kwargs):
+    with polyeng.compute_eng("basic"):
+        return getattr(polyeng, op)(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), **kwargs)
+
+
+def _onednn(op, *args, **kwargs):
+    with polyeng.compute_eng("onednn", fallback=False):
+        return getattr(polyeng, op)(*args, **kwargs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, dt.bfloat16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("op, x_shape, w_shape, kwargs", CALLS, ids=IDS)
+def test_ordinary_calls_are_taken_and_match_basic(op, x_shape, w_shape, kwargs, dtype):
+    x, w, b = _data(x_shape, w_shape, dtype)
+    with polyeng.compute_eng("onednn"):
+        assert polyeng.explain(op, x, w, b, **kwargs).engine == "onednn"
+    got = _onednn(op, x, w, b, **kwargs)
+    want = _basic(op, x, w, b, kwargs)
+    assert got.dtype == np.dtype(dtype) and got.shape == want.shape and got.flags.c_contiguous
+    eps = 2.0 ** -20 if dtype == np.float32 else 2.0 ** -7
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=4 * eps * np.max(np.abs(want)))
+
+
+@pytest.mark.parametrize("op, x_shape, w_shape, kwargs", CALLS, ids=IDS)
+def test_bf16_fp_math_computes_the_rounded_data_with_an_f32_result(op, x_shape, w_shape, kwargs):
+    x, w, b = _data(x_shape, w_shape, seed=1)
+    with polyeng.fp_math_mode("bf16"):
+        with polyeng.compute_eng("onednn"):
+            decision = polyeng.explain(op, x, w, b, **kwargs)
+        got = _onednn(op, x, w, b, **kwargs)
+    assert (decision.engine, decision.compute_type) == ("onednn", "bf16")
+    assert got.dtype == np.float32
+    rounded = _basic(op, x.astype(dt.bfloat16), w.astype(dt.bfloat16), b, kwargs)
+    np.testing.assert_allclose(got, rounded, rtol=0, atol=2.0 ** -16 * np.max(np.abs(rounded)))
+    assert not np.array_equal(got, _onednn(op, x, w, b, **kwargs))   # strict f32 differs: the rounding is real
+
+
+@pytest.mark.parametrize("op, x_shape, w_shape, kwargs", [CALLS[0], CALLS[2], CALLS[4], CALLS[6]],
+                         ids=["pointwise", "3x3", "grouped", "depthwise-1d"])
+def test_constant_weights_are_reordered_once(op, x_shape, w_shape, kwargs):
+    from polyeng.backends.onednn import _packed
+    x, w, b = _data(x_shape, w_shape, seed=2)
+    fixed = w.copy()
+    fixed.flags.writeable = False
+    first = _onednn(op, x, fixed, b, **kwargs)
+    before = _packed.stats["reorders"]
+    for _ in range(3):
+        np.testing.assert_array_equal(_onednn(op, x, fixed, b, **kwargs), first)
+    assert _packed.stats["reorders"] == before
+    np.testing.assert_allclose(_onednn(op, x, w, b, **kwargs), first, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("op, x_shape, w_shape, kwargs", CALLS, ids=IDS)
+def test_strided_and_reversed_views(op, x_shape, w_shape, kwargs):
+    x, w, b = _data(x_shape[:-1] + (2 * x_shape[-1],), w_shape, seed=3)
+    x = x[..., ::2]
+    w = w[::-1].copy()[::-1]   # negative strides
+    assert not x.flags.c_contiguous and min(w.strides) < 0
+    want = _basic(op, x, w, b, kwargs)
+    np.testing.assert_allclose(_onednn(op, x, w, b[::-1].copy()[::-1], **kwargs), want, rtol=0,
+                               atol=4e-6 * np.max(np.abs(want)))
+
+
+def test_float16_with_float32_weights_is_computed_in_f32():
+    x, w, b = _data((2, 16, 12, 12), (16, 16, 3, 3), seed=4)
+    x16 = x.astype(np.float16)
+    got = _onednn("conv2d", x16, w, b, padding=1)
+    assert got.dtype == np.float16
+    want = _basic("conv2d", x16, w, b, {"padding": 1})
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=2.0 ** -10 * np.max(np.abs(want)))
