@@ -1,5 +1,5 @@
-"""layer_norm on oneDNN's layer normalization primitive (inference: statistics computed per row,
-none kept).
+"""layer_norm on oneDNN's layer normalization primitive (statistics computed per row and kept
+for the constant-row check below).
 
 oneDNN normalises over the last dimension only, so the input is read as (rows, features), the
 product of ``normalized_shape`` being the features (a C-contiguous copy of a view first). weight
@@ -7,6 +7,12 @@ and bias are the primitive's scale and shift, always f32 (16-bit ones are widene
 flattened with the features). f32 and bf16 storage (bf16 computed in f32); f16 only where the
 CPU has the units (the primitive is built in the rule: turned down otherwise). A zero-size input
 needs no primitive.
+
+A constant row must give exactly the bias, as BASIC's (whose centring is exact): oneDNN's mean of
+a row of large equal values is off by rounding, and 1/sqrt(var + eps) turns that offset into
++-1. The primitive also writes each row's mean and variance; a row whose variance is within
+rounding of its mean's magnitude is checked for being constant, and a constant one is set to
+``0 * weight + bias``. Only such rows are read again.
 """
 from __future__ import annotations
 
@@ -29,8 +35,11 @@ def _primitive(rows: int, features: int, dtype, eps: float, flags: int) -> Primi
     def build():
         src_md = desc((rows, features), dtype)
         dst_md = desc((rows, features), dtype)
-        return Primitive("dnnl_layer_normalization_forward_primitive_desc_create", C.FORWARD_INFERENCE,
-                         src_md.handle, dst_md.handle, None, float(eps), flags, None, keep=(src_md, dst_md))
+        stat_md = desc((rows,), np.float32)
+        # forward training: the same normalisation, with the statistics written out
+        return Primitive("dnnl_layer_normalization_forward_primitive_desc_create", C.FORWARD_TRAINING,
+                         src_md.handle, dst_md.handle, stat_md.handle, float(eps), flags, None,
+                         keep=(src_md, dst_md, stat_md))
     return cached(key, build)
 
 
@@ -69,10 +78,33 @@ def layer_norm(p, x, normalized_shape, weight, bias, eps):
     rows, features = _geometry(x, normalized_shape)
     prim = _primitive(rows, features, x.dtype, eps, _flags(weight, bias))
     out = np.empty(x.shape, x.dtype)
-    args = {C.ARG_SRC: np.ascontiguousarray(x), C.ARG_DST: out}
+    x = np.ascontiguousarray(x)
+    mean, var = np.empty(rows, np.float32), np.empty(rows, np.float32)
+    args = {C.ARG_SRC: x, C.ARG_DST: out, C.ARG_MEAN: mean, C.ARG_VARIANCE: var}
     if weight is not None:
         args[C.ARG_SCALE] = _f32(weight)
     if bias is not None:
         args[C.ARG_SHIFT] = _f32(bias)
     prim.run(args, threads_for(x.size * 8))
+    _constant_rows(x.reshape(rows, features), out.reshape(rows, features), mean, var, weight, bias, eps)
     return out
+
+
+def _constant_rows(x, out, mean, var, weight, bias, eps) -> None:
+    """Rows of ``x`` whose values are all equal get ``0 / sqrt(eps) * weight + bias`` in ``out``
+    (see above; NaN when eps is 0, as BASIC's)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        candidates = np.flatnonzero(var <= np.square(np.abs(mean) * np.float32(2.0 ** -10)))
+    if candidates.size == 0:
+        return
+    rows = x[candidates]
+    constant = candidates[(rows == rows[:, :1]).all(axis=1)]
+    if constant.size == 0:
+        return
+    with np.errstate(invalid="ignore", divide="ignore"):
+        row = np.zeros(out.shape[1], np.float32) / np.sqrt(np.float32(eps))
+    if weight is not None:
+        row = row * _f32(weight)
+    if bias is not None:
+        row = row + _f32(bias)
+    out[constant] = row.astype(out.dtype)
