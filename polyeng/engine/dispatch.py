@@ -195,6 +195,8 @@ class BoundPlan:
                 ms = (time.perf_counter() - start) * 1e3
                 label = decision.step if step.engine == decision.engine else "fallback"
                 note = f"transferred {','.join(moved)} to host" if moved else ""
+                if level >= 2:
+                    note = ";".join(filter(None, (note, _call_note(self.registry, step.engine))))
                 verbose.exec_line(spec.name, step.engine, label, self.mode, step.compute, tensors_of(args), ms, note)
             return result
         raise AssertionError("unreachable: _failed raises when no step is left")
@@ -228,6 +230,17 @@ class BoundPlan:
             if step is not None:
                 return step
         return None
+
+
+def _call_note(reg, engine: str) -> str:
+    """What the engine says of the call it just ran on this thread (oneDNN's implementation name)."""
+    record = reg.engines.get(engine)
+    if record is None or record.call_note is None:
+        return ""
+    try:
+        return str(record.call_note() or "").replace(",", ";")
+    except Exception as exc:   # a plugin's bug must not break the call it describes
+        return f"call_note raised {type(exc).__name__}"
 
 
 def run(spec: OpSpec, **kwargs):

@@ -32,6 +32,7 @@ class EngineRecord:
     to_device: Optional[Callable] = None   # numpy array -> device tensor
     details: Optional[Callable] = None   # () -> lines for `polyeng info` (devices, versions)
     plugin: str = ""
+    call_note: Optional[Callable] = None   # () -> what the call this thread just ran used (verbose level 2)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _resolved: Optional[tuple] = None
 
@@ -130,7 +131,7 @@ class Registry:
 
     # -- the API plugins call -------------------------------------------------
     def add_engine(self, name, available=True, reason="", native_type=None, to_host=None, to_device=None,
-                   details=None):
+                   details=None, call_note=None):
         name = engine_name(name)
         if name in RESERVED:
             raise ValueError(f"engine name {name!r} is reserved")
@@ -147,11 +148,12 @@ class Registry:
         if native_type is not None and not isinstance(native_type, type):
             raise TypeError(f"{where}: native_type={native_type!r} must be a type (the engine's device "
                             f"tensor class) or None")
-        for arg, value in (("to_host", to_host), ("to_device", to_device), ("details", details)):
+        for arg, value in (("to_host", to_host), ("to_device", to_device), ("details", details),
+                           ("call_note", call_note)):
             if value is not None and not callable(value):
                 raise TypeError(f"{where}: {arg}={value!r} must be callable or None")
         self.engines[name] = EngineRecord(name, available, reason, native_type, to_host, to_device, details,
-                                          self._plugin)
+                                          self._plugin, call_note)
         return self.engines[name]
 
     def add_kernel(self, op, engine, fn, accepts=None, compute_types=None, native_storage=False):

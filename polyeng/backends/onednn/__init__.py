@@ -33,8 +33,13 @@ def describe():
     return _lib.details() + [f"fp math down-conversions this CPU computes natively: {native}"]
 
 
+def _last_impl() -> str:
+    from ._primitive import last_impl
+    return last_impl()
+
+
 @hookimpl
 def polyeng_register(registry):
-    registry.add_engine(NAME, available=availability, details=describe)
+    registry.add_engine(NAME, available=availability, details=describe, call_note=_last_impl)
     register_kernels(registry, NAME, __name__, native_storage=True, compute_types=_fpmath.compute_types,
                      own_fp_math=True)

@@ -133,13 +133,17 @@ class Primitive:
         self.keep = keep
         self._memories: dict = {}      # arg -> (dnnl_memory_t, its descriptor) made on first use
         self._lock = threading.Lock()
+        self.is_reorder = False
 
     @property
     def impl(self) -> str:
         """oneDNN's name of the implementation it chose (``brg:avx512_core_amx``, ``jit:uni`` ...)."""
-        text = ctypes.c_char_p()
-        call("dnnl_primitive_desc_query", self.pd, C.QUERY_IMPL_INFO_STR, 0, ctypes.byref(text))
-        return (text.value or b"").decode()
+        name = self.__dict__.get("_impl")
+        if name is None:
+            text = ctypes.c_char_p()
+            call("dnnl_primitive_desc_query", self.pd, C.QUERY_IMPL_INFO_STR, 0, ctypes.byref(text))
+            name = self.__dict__["_impl"] = (text.value or b"").decode()
+        return name
 
     def md(self, query: int, index: int = 0) -> Desc:
         """A descriptor the primitive chose (``QUERY_WEIGHTS_MD`` and so on), owned by the primitive."""
@@ -174,6 +178,8 @@ class Primitive:
             if status != C.SUCCESS:
                 raise OneDNNError("primitive execution", status)
             l.dnnl_stream_wait(s)
+            if not self.is_reorder:
+                _last.primitive = self
         finally:
             if acquired:
                 self._lock.release()
@@ -189,6 +195,15 @@ class Primitive:
             l.dnnl_primitive_desc_destroy(self.pd)
         except Exception:
             pass
+
+
+_last = threading.local()
+
+
+def last_impl() -> str:
+    """The implementation of the last (non-reorder) primitive this thread ran, for verbose level 2."""
+    prim = getattr(_last, "primitive", None)
+    return f"impl:{prim.impl}" if prim is not None else ""
 
 
 class _Cache:
@@ -238,7 +253,7 @@ def reorder(src: Desc, dst: Desc) -> Primitive:
 def _reorder(self, src: Desc, dst: Desc):
     self.pd = new("dnnl_reorder_primitive_desc_create", src.handle, engine(), dst.handle, engine(), None)
     self.handle = new("dnnl_primitive_create", self.pd)
-    self.keep, self._memories, self._lock = (src, dst), {}, threading.Lock()
+    self.keep, self._memories, self._lock, self.is_reorder = (src, dst), {}, threading.Lock(), True
     return self
 
 
