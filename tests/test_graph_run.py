@@ -109,8 +109,20 @@ def test_graph_explain_gives_one_decision_per_node(graph):
     assert by_op["linear"].fp_math_mode == "bf16"
     text = str(decisions)
     lines = text.splitlines()
-    assert lines[0].split() == ["node", "op", "engine", "step", "mode", "compute"]
+    assert lines[0].split() == ["node", "op", "engine", "step", "mode", "compute", "note"]
     assert [line.split()[:3] for line in lines[1:]] == [[n.name, n.op, "numba"] for n in graph.nodes]
+    assert all(d.note == "" for d in decisions)   # numba reorders nothing
+
+
+def test_graph_explain_notes_onednn_weights_reordered_once(graph):
+    if not {e.name: e for e in polyeng.engines()}["onednn"].available:
+        pytest.skip("onednn is unavailable")
+    with polyeng.compute_eng("onednn"), polyeng.fp_math_mode("bf16"):
+        decisions = graph.explain(X)
+    by_op = {d.node.op: d for d in decisions}
+    assert by_op["linear"].decision.engine == "onednn" and by_op["linear"].decision.compute_type == "bf16"
+    assert by_op["linear"].note == "weight reordered once (constant)"
+    assert "weight reordered once (constant)" in str(decisions)
 
 
 def test_explain_marks_numpy_nodes():

@@ -10,15 +10,17 @@ from .runner import Program
 
 @dataclass
 class NodeDecision:
-    """A node and its decision (None for numpy nodes, which run with numpy on the host)."""
+    """A node and its decision (None for numpy nodes, which run with numpy on the host), and what the
+    chosen kernel says it does beyond the op (``note``: ONEDNN's constant weights reordered once)."""
     node: object
     decision: object
+    note: str = ""
 
     def cells(self) -> tuple:
         d = self.decision
         if d is None:
-            return (self.node.name, self.node.op, "numpy", "(host)", "", "")
-        return (self.node.name, self.node.op, d.engine, d.step, f"fpm:{d.fp_math_mode}", d.compute_type)
+            return (self.node.name, self.node.op, "numpy", "(host)", "", "", "")
+        return (self.node.name, self.node.op, d.engine, d.step, f"fpm:{d.fp_math_mode}", d.compute_type, self.note)
 
     def __str__(self) -> str:
         return "  ".join(self.cells()).rstrip()
@@ -28,7 +30,7 @@ class GraphExplanation(list):
     """One :class:`NodeDecision` per node, in node order; ``str()`` is a table."""
 
     def __str__(self) -> str:
-        rows = [("node", "op", "engine", "step", "mode", "compute")] + [entry.cells() for entry in self]
+        rows = [("node", "op", "engine", "step", "mode", "compute", "note")] + [entry.cells() for entry in self]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
@@ -41,7 +43,23 @@ def explain_graph(graph, inputs: list) -> GraphExplanation:
 
     def observe(step, kwargs):
         spec = step.spec
-        decision = None if spec.host else decide(make_call(spec, spec.validate(**kwargs)), reg, probe_all=True)
-        found.append(NodeDecision(step.node, decision))
+        if spec.host:
+            found.append(NodeDecision(step.node, None))
+            return
+        call = make_call(spec, spec.validate(**kwargs))
+        decision = decide(call, reg, probe_all=True)
+        found.append(NodeDecision(step.node, decision, _note(reg.kernel(spec.name, decision.engine), call)))
     Program(graph).run(inputs, observe)
     return found
+
+
+def _note(kernel, call) -> str:
+    """The chosen kernel's ``note(call)`` (a kernel function may carry one), else ""."""
+    fn = kernel.fn
+    load = getattr(fn, "load", None)   # a lazy kernel: its module is imported by now (the node ran)
+    try:
+        fn = load() if load is not None else fn
+        note = getattr(fn, "note", None)
+        return (note(call) or "") if note is not None else ""
+    except Exception as exc:
+        return f"note raised {type(exc).__name__}"

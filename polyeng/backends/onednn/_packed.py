@@ -60,3 +60,12 @@ def packed_weight(prim, weight: np.ndarray) -> np.ndarray:
 def clear() -> None:
     with _lock:
         _packed.clear()
+
+
+def note_for(*names):
+    """A kernel's ``note(call)`` for ``graph.explain``: which of its ``names`` arguments are constant
+    and so reordered once (on the first call of each signature) instead of on every call."""
+    def note(call):
+        fixed = [n for n in names if isinstance(call.args.get(n), np.ndarray) and constant(call.args[n])]
+        return f"{', '.join(fixed)} reordered once (constant)" if fixed else ""
+    return note

@@ -246,3 +246,12 @@ def run_layers(kind, p, x, params, initial: tuple):
     if storage != F32:
         results = [converted(a, storage) for a in results]
     return results[0], results[1:]
+
+
+def note(call) -> str:
+    """For ``graph.explain``: the layers whose weights are constant, reordered once."""
+    fixed = [i for i, layer in enumerate(call.args["params"]) if all(constant(w) for w in layer[:2])]
+    if not fixed:
+        return ""
+    return "weights reordered once (constant)" + ("" if len(fixed) == len(call.args["params"]) else
+                                                  f" in params {', '.join(map(str, fixed))}")

@@ -28,7 +28,7 @@ from .._loader import limit
 from . import _constants as C
 from . import _fpmath
 from ._convert import converted, storage_of
-from ._packed import constant, packed_weight
+from ._packed import constant, note_for, packed_weight
 from ._lib import dims, new
 from ._primitive import Attr, Desc, Primitive, cached, data_type, desc, desc_any, reorder
 from ._threads import threads_for
@@ -228,3 +228,6 @@ def conv2d(p, x, weight, bias, stride, padding, dilation, groups):
 @limit(_rule)
 def conv1d(p, x, weight, bias, stride, padding, dilation, groups):
     return _conv(p, x, weight, bias)
+
+
+conv2d.note = conv1d.note = note_for("weight")

@@ -9,7 +9,7 @@ oneDNN's gates are u (PyTorch's z), r, o (n); the weights and biases are put in 
 from __future__ import annotations
 
 from .._loader import limit
-from ._recurrent import rule, run_layers
+from ._recurrent import note, rule, run_layers
 
 
 def _kind(args) -> str:
@@ -20,3 +20,6 @@ def _kind(args) -> str:
 def gru(p, x, params, h0, batch_first, bidirectional, reset_after):
     y, (h_n,) = run_layers(_kind({"reset_after": reset_after}), p, x, params, (h0,))
     return y, h_n
+
+
+gru.note = note

@@ -20,7 +20,7 @@ from .._loader import limit
 from . import _constants as C
 from . import _fpmath
 from ._convert import converted, storage_of
-from ._packed import constant, packed_weight
+from ._packed import constant, note_for, packed_weight
 from ._primitive import Attr, Primitive, cached, desc, desc_any
 from ._threads import threads_for
 
@@ -147,3 +147,14 @@ def matmul(p, a, b):
         return np.zeros(p.shape, p.dtype)
     plan, a2, b2, dst = _matmul_plan(p, a, b)
     return plan.run(a2, b2, None, np.empty(dst, p.dtype)).reshape(p.shape)
+
+
+linear.note = note_for("weight")
+
+
+def _matmul_note(call):
+    a, b = call.args["a"], call.args["b"]
+    return note_for("b")(call) if max(a.ndim, b.ndim, 2) == 2 else ""   # batched products read b as it lies
+
+
+matmul.note = _matmul_note
