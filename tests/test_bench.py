@@ -2,6 +2,7 @@
 output paths refused before the run."""
 import io
 import json
+import re
 import os
 import sys
 
@@ -254,10 +255,12 @@ MODELS = ["bench", "--models", "--repeat", "1", "--quiet"]
 def test_models_are_timed_on_every_runner_with_ratios_against_onnxruntime(tmp_path, capsys):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("torch")
+    pytest.importorskip("openvino")
     path = tmp_path / "models.json"
     assert main(MODELS + ["--cases", "unet_opset17", "--json", str(path)]) == 0
     report = json.loads(path.read_text())
-    assert report["runners"] == ["polyeng", "polyeng numba", "polyeng bf16", "onnxruntime", "torch"]
+    assert report["runners"] == ["polyeng", "polyeng numba", "polyeng onednn", "polyeng fpm:bf16", "polyeng bf16",
+                                 "onnxruntime", "openvino", "torch"]
     assert report["header"]["repeat"] == 1 and report["header"]["threads_set"]["onnxruntime"] == "2"
     [entry] = report["results"]
     assert entry["file"] == "unet_opset17.onnx" and entry["inputs"] == {"image": [8, 3, 32, 32]}
@@ -269,6 +272,7 @@ def test_models_are_timed_on_every_runner_with_ratios_against_onnxruntime(tmp_pa
         assert len(result["times_s"]) == 1 and result["ort_ratio"] == pytest.approx(ort / result["median_s"])
     assert entry["runners"]["polyeng bf16"]["max_rel_diff"] > entry["runners"]["polyeng"]["max_rel_diff"]
     out = capsys.readouterr().out
+    assert re.search(r"onnxruntime \S+, openvino \S+, torch", out)   # the versions in the header
     for text in ("ort/runner", "unet_opset17.onnx", "image[8,3,32,32]", "polyeng numba",
                  "geometric mean of onnxruntime/runner: polyeng "):
         assert text in out

@@ -26,7 +26,8 @@ from .. import models
 from . import BenchError
 from .inputs import model_inputs
 from .measure import TOLERANCE, interleaved_rounds, max_relative_diff
-from .runtimes import (as_list, installed_version, load_graph, load_torch, onnxruntime_session, thread_policy_text,
+from .runtimes import (as_list, installed_version, load_graph, load_torch, onnxruntime_session, openvino_runner,
+                       thread_policy_text,
                        thread_settings)
 
 EXPORTS = ("opset17", "dynamo")
@@ -40,8 +41,11 @@ VISION_EXPORTERS = ("torchscript", "dynamo")
 TEXT_MODELS = ("bert", "distilbert", "gpt2")
 TEXT_SIZES = ({"batch": 1, "sequence": 128}, {"batch": 8, "sequence": 128})
 REFERENCE = "onnxruntime"
-RUNNERS = ("polyeng", "polyeng numba", "polyeng bf16", REFERENCE, "torch")
-PRECISION = {"polyeng bf16": "bf16"}   # the tolerance each runner's results are held to (else f32)
+RUNNERS = ("polyeng", "polyeng numba", "polyeng onednn", "polyeng fpm:bf16", "polyeng bf16", REFERENCE, "openvino",
+           "torch")
+# the tolerance each runner's results are held to (else f32): "polyeng fpm:bf16" is the f32 graph
+# under fp_math_mode("bf16"), "polyeng bf16" the bf16 AMP graph
+PRECISION = {"polyeng bf16": "bf16", "polyeng fpm:bf16": "bf16"}
 
 
 def _error_text(exc: Exception) -> str:
@@ -87,13 +91,18 @@ def _runners(entry: dict, threads: int, torch, torch_models: dict):
         inputs = model_inputs(graph, {}, SIZES[entry["model"]])
     arrays, runners, errors = inputs.arrays, {}, {}
 
-    def in_scope(g, engine):
+    def in_scope(g, engine, mode="strict"):
         def call():
-            with polyeng.compute_eng(engine):
+            with polyeng.compute_eng(engine), polyeng.fp_math_mode(mode):
                 return as_list(g(*arrays))
         return call
     runners["polyeng"] = in_scope(graph, "recommend")
     runners["polyeng numba"] = in_scope(graph, "numba")
+    if {e.name: e for e in polyeng.engines()}["onednn"].available:
+        runners["polyeng onednn"] = in_scope(graph, "onednn")
+    else:
+        errors["polyeng onednn"] = "onednn is unavailable"
+    runners["polyeng fpm:bf16"] = in_scope(graph, "recommend", "bf16")
     try:
         runners["polyeng bf16"] = in_scope(polyeng.amp.to_mixed_precision(graph, "bfloat16", missing_op_mode="ignore"),
                                            "recommend")
@@ -103,6 +112,12 @@ def _runners(entry: dict, threads: int, torch, torch_models: dict):
     if session is not None:
         feed = {i["name"]: a for i, a in zip(inputs.described, arrays)}
         runners[REFERENCE] = lambda: session.run(None, feed)
+    try:
+        openvino = openvino_runner(path, threads, [i["name"] for i in inputs.described], arrays)
+        if openvino is not None:
+            runners["openvino"] = openvino
+    except Exception as exc:
+        errors["openvino"] = _error_text(exc)
     if torch is not None:
         try:
             if entry["model"] not in torch_models:
@@ -167,7 +182,8 @@ def run_models(files: list[dict], *, repeat: int = 7, threads: int = 2, with_tor
     dict: ``header``, ``runners`` and one ``results`` entry per file. ``progress(done, total, label)``
     is called as work advances (units: runner calls)."""
     torch = load_torch(with_torch)
-    runners = [r for r in RUNNERS if r != "torch" or torch is not None]
+    runners = [r for r in RUNNERS if (r != "torch" or torch is not None)
+               and (r != "openvino" or installed_version("openvino") != "not installed")]
     total, done = len(files) * len(runners) * (repeat + 1), 0
     results, torch_models = [], {}
     with thread_settings(threads, torch) as threads_set:
@@ -184,7 +200,7 @@ def run_models(files: list[dict], *, repeat: int = 7, threads: int = 2, with_tor
     header = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
               "cpu_count": os.cpu_count(), "threads": threads, "threads_set": threads_set,
               "python": platform.python_version(), "numpy": np.__version__, "numba": installed_version("numba"),
-              "onnxruntime": installed_version("onnxruntime"),
+              "onnxruntime": installed_version("onnxruntime"), "openvino": installed_version("openvino"),
               "torch": installed_version("torch") if with_torch else "not run (--no-torch)",
               "polyeng": polyeng.__version__, "machine": platform.machine(), "repeat": repeat,
               "thread_policy": thread_policy_text(), "sizes": SIZES}
@@ -200,7 +216,8 @@ def table(report: dict) -> str:
     lines = [f"polyeng bench --models  {h['date']}  median of {h['repeat']} rounds; threads {h['threads']} "
              f"({', '.join(f'{k} {v}' for k, v in h['threads_set'].items())}); {h['thread_policy']}",
              f"cores: {h['cpu_count']} ({h['machine']}); python {h['python']}, numpy {h['numpy']}, numba {h['numba']}, "
-             f"onnxruntime {h['onnxruntime']}, torch {h['torch']}, polyeng {h['polyeng']}",
+             f"onnxruntime {h['onnxruntime']}, openvino {h.get('openvino', '-')}, torch {h['torch']}, "
+             f"polyeng {h['polyeng']}",
              "ort/runner = onnxruntime time / runner time: above 1, the runner is faster", ""]
     rows = [("file", "inputs", "runner", "median ms", "first ms", "ort/runner", "max rel diff", "note")]
     for entry in report["results"]:

@@ -7,6 +7,8 @@ import contextlib
 import os
 from importlib import metadata
 
+import numpy as np
+
 import polyeng
 from . import BenchError
 
@@ -41,6 +43,28 @@ def onnxruntime_session(path: str, threads: int | None = None):
     if threads is not None:
         options.intra_op_num_threads = threads
     return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def openvino_runner(path: str, threads: int | None, names: list, arrays: list):
+    """A no-argument callable running ``path`` with OpenVINO's CPU plugin in f32 (its default on a CPU
+    with bf16 units is bf16: ``INFERENCE_PRECISION_HINT=f32`` makes it a float32 peer), returning
+    the outputs as numpy arrays; None when openvino is not installed."""
+    try:
+        import openvino
+    except ImportError:
+        return None
+    config = {"INFERENCE_PRECISION_HINT": "f32"}
+    if threads is not None:
+        config["INFERENCE_NUM_THREADS"] = int(threads)
+    compiled = openvino.Core().compile_model(path, "CPU", config)
+    request = compiled.create_infer_request()
+    feed = dict(zip(names, arrays))
+    count = len(compiled.outputs)
+
+    def run():
+        request.infer(feed)
+        return [np.array(request.get_output_tensor(i).data) for i in range(count)]
+    return run
 
 
 def load_torch(wanted: bool):
