@@ -161,8 +161,7 @@ def lstm_params(lm):
     return [(w["lstm.weight_ih_l0"], w["lstm.weight_hh_l0"], w["lstm.bias_ih_l0"], w["lstm.bias_hh_l0"])]
 
 
-# engines of a subset of polyeng's calls (what oneDNN's primitives do): see "Engines under test" in conftest
-SUBSET_ENGINES = ("onednn",)
+from conftest import SUBSET_ENGINES  # noqa: E402  engines of a subset of the calls: "Engines under test" there
 
 
 def turned_down(engine, op, *args, **kwargs) -> bool:

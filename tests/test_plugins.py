@@ -74,7 +74,7 @@ def test_autoload_can_be_switched_off(tmp_path):
     out = _run(site, "import polyeng; print(sorted(e.name for e in polyeng.engines()))",
                POLYENG_DISABLE_PLUGIN_AUTOLOAD="1")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "['basic', 'numba', 'opencl']"
+    assert out.stdout.strip() == "['basic', 'numba', 'onednn', 'opencl']"
 
 
 def test_import_does_not_load_plugins(tmp_path):
