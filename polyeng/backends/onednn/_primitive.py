@@ -19,6 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from . import _constants as C
+from ...engine.threads import available_cores, get_num_threads
 from ._lib import ExecArg, OneDNNError, call, dims, engine, lib, new, set_threads, stream
 
 MAX_PRIMITIVES = 1024
@@ -124,6 +125,9 @@ class Primitive:
     the descriptors and attributes the primitive descriptor was made from."""
 
     def __init__(self, create: str, *args, keep=()):
+        # oneDNN sizes a primitive's scratch and work split for the OpenMP threads in force when it
+        # is created, and must not run on more: create with the most it will ever be given
+        self.threads = creation_threads()
         self.pd = new(create, engine(), *args)
         try:
             self.handle = new("dnnl_primitive_create", self.pd)
@@ -172,7 +176,7 @@ class Primitive:
                         fresh.append(memory)
                 l.dnnl_memory_set_data_handle(memory, array.ctypes.data)
                 packed[i].arg, packed[i].memory = arg, memory
-            set_threads(threads)
+            set_threads(min(threads, self.threads))
             s = stream()
             status = l.dnnl_primitive_execute(self.handle, s, count, packed)
             if status != C.SUCCESS:
@@ -195,6 +199,14 @@ class Primitive:
             l.dnnl_primitive_desc_destroy(self.pd)
         except Exception:
             pass
+
+
+def creation_threads() -> int:
+    """Sets this thread's OpenMP count to the most threads a primitive made now may run on (polyeng's
+    budget, at least the usable cores), and returns it."""
+    n = max(get_num_threads(), available_cores())
+    set_threads(n)
+    return n
 
 
 _last = threading.local()
@@ -251,6 +263,7 @@ def reorder(src: Desc, dst: Desc) -> Primitive:
 
 
 def _reorder(self, src: Desc, dst: Desc):
+    self.threads = creation_threads()
     self.pd = new("dnnl_reorder_primitive_desc_create", src.handle, engine(), dst.handle, engine(), None)
     self.handle = new("dnnl_primitive_create", self.pd)
     self.keep, self._memories, self._lock, self.is_reorder = (src, dst), {}, threading.Lock(), True
