@@ -28,6 +28,7 @@ from ._primitive import Primitive, cached, desc
 from ._threads import threads_for
 
 AVG_TYPES = (dt.float32, dt.bfloat16, dt.float16)
+WINDOW_LIMIT = 16   # taps per input position beyond which a window is mostly padding (see the rule)
 MAX_TYPES = AVG_TYPES + (dt.int8, dt.uint8)   # not int32: oneDNN compares it in f32 (2**31 - 1 -> 2**31 - 128)
 
 
@@ -44,6 +45,11 @@ def _rule(types):
                     "offset chosen by its own tie and NaN rules)")
         if 0 in p.shape:
             return None
+        g = p.geometry
+        if math.prod(g.kernel) > WINDOW_LIMIT * max(1, math.prod(g.spatial)):
+            return (f"{call.op}'s window of {math.prod(g.kernel)} taps is far larger than the input's "
+                    f"{math.prod(g.spatial)} positions; oneDNN visits every padded tap (engines that clip "
+                    f"windows to the input run it)")
         if dtype in dt.SIXTEEN_BIT_FLOATS and call.op.startswith("avg") and _kind(call.op, p, call.args)[1] is not None:
             return (f"oneDNN divides {call.op}'s windows by the kernel or its in-bounds taps; another divisor "
                     f"(divisor_override, or windows clipped by ceil mode) on {dtype.name} would round twice")
