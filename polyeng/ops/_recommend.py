@@ -67,3 +67,49 @@ def products(call):
         if work >= PRODUCT_MIN and (fixed or rows >= 512):
             return ONEDNN
     return REFERENCE
+
+
+def _onednn_accepts(call) -> bool:
+    """Whether ONEDNN is available and its kernel takes this call (asked once per call signature:
+    plans are cached)."""
+    from ..engine.plugins import registry
+    reg = registry()
+    record = reg.engines.get(ONEDNN)
+    if record is None or not record.status()[0]:
+        return False
+    kernel = reg.kernel(call.op, ONEDNN)
+    return kernel is not None and kernel.rejection(call) is None
+
+
+def onednn_if(condition, otherwise):
+    """ONEDNN for the calls ``condition(call)`` holds for and its kernel takes, else ``otherwise(call)``."""
+    def recommend(call):
+        return ONEDNN if condition(call) and _onednn_accepts(call) else otherwise(call)
+    recommend.__doc__ = f"onednn where it runs the call and {condition.__doc__}; else {otherwise.__doc__}"
+    return recommend
+
+
+def below(max_elements: int):
+    def condition(call):
+        return elements(call) < max_elements
+    condition.__doc__ = f"below {max_elements} elements"
+    return condition
+
+
+def output_below(max_elements: int):
+    def condition(call):
+        return math.prod(call.prepared.shape) < max_elements
+    condition.__doc__ = f"its output below {max_elements} elements"
+    return condition
+
+
+def always(call):
+    """at every size"""
+    return True
+
+
+def at_least(min_elements: int):
+    def condition(call):
+        return elements(call) >= min_elements
+    condition.__doc__ = f"from {min_elements} elements"
+    return condition

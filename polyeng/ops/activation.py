@@ -123,7 +123,8 @@ def _validate_leaky_relu(x, negative_slope):
 def _spec(name, function, validate, category=Category.FOLLOW, min_elements=512, **catalogue):
     return OpSpec(name=name, function=function, validate=validate, category=category, chunking="elementwise",
                   prepare=check.like_input,
-                  recommend=_recommend.jit_from(min_elements), preference=_recommend.PREFERENCE, **catalogue)
+                  recommend=_recommend.onednn_if(_recommend.below(1 << 20), _recommend.jit_from(min_elements)),
+                  preference=_recommend.PREFERENCE, **catalogue)
 
 
 # gelu's exact form is 3.5x BASIC's erf loop at 512 elements, the tanh form within 10%

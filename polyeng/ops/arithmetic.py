@@ -157,7 +157,8 @@ def _spec(name, function, validate, names, min_elements, category=Category.FOLLO
                                               f"{names[1]} {check.shape_str(second.shape)}")
         return Prepared(shape, dtype)
     return OpSpec(name=name, function=function, validate=validate, prepare=prepare, category=category,
-                  recommend=_recommend.jit_from(min_elements), preference=_recommend.PREFERENCE,
+                  recommend=_recommend.onednn_if(_recommend.below(1 << 20), _recommend.jit_from(min_elements)),
+                  preference=_recommend.PREFERENCE,
                   chunking="elementwise", **catalogue)
 
 

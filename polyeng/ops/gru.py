@@ -77,7 +77,7 @@ SPEC = OpSpec(
     validate=_validate,
     category=Category.ALLOW,
     prepare=_prepare,
-    recommend=_recommend.jit_from(0), preference=_recommend.PREFERENCE,   # as lstm's: the fused step
+    recommend=_recommend.onednn_if(_recommend.at_least(1 << 16), _recommend.jit_from(0)), preference=_recommend.PREFERENCE,   # as lstm's: the fused step
     chunking="recurrent", example=_example, zero_size=_zero_size, tolerance=64, warmup=_warmup,
 )
 SPECS = [SPEC]

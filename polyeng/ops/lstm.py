@@ -59,7 +59,7 @@ SPEC = OpSpec(
     validate=_validate,
     category=Category.ALLOW,
     prepare=_prepare,
-    recommend=_recommend.jit_from(0), preference=_recommend.PREFERENCE,   # the fused step wins at every size measured
+    recommend=_recommend.onednn_if(_recommend.at_least(1 << 16), _recommend.jit_from(0)), preference=_recommend.PREFERENCE,   # the fused step wins at every size measured
     chunking="recurrent", example=_example, zero_size=_zero_size, tolerance=64,
 )
 SPECS = [SPEC]

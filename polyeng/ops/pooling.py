@@ -310,7 +310,8 @@ def _spec(name, function, nd, is_max, zero_size, warmup=None):
         (lambda t, rng: ((t(2, 3, 7, 9, 9), 3), {"stride": 2, "padding": 1}))
     return OpSpec(name=name, function=function, validate=validate, category=Category.FOLLOW,
                   prepare=_prepare_max if is_max else _prepare_avg, exact=is_max,
-                  recommend=_recommend.jit_from(256), preference=_recommend.PREFERENCE,
+                  recommend=_recommend.onednn_if(_recommend.always, _recommend.jit_from(256)),
+                  preference=_recommend.PREFERENCE,
                   chunking="pooling", example=example, zero_size=zero_size, tolerance=4 if is_max else 8,
                   warmup=warmup)
 

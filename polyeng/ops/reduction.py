@@ -120,7 +120,8 @@ def _prepare_extreme(args) -> Prepared:
 
 SPEC = OpSpec(name="mean", function=mean, validate=_validate, category=Category.DENY, prepare=_prepare,
               # last axis of rows of 256, f32: NUMBA/BASIC 1.01x at 2**15 elements, 0.89x at 2**14
-              recommend=_recommend.jit_from(1 << 15), preference=_recommend.PREFERENCE,
+              recommend=_recommend.onednn_if(_recommend.always, _recommend.jit_from(1 << 15)),
+              preference=_recommend.PREFERENCE,
               chunking="reduction",
               example=lambda t, rng: ((t(4, 5, 33),), {"axis": -1}),
               zero_size=lambda z: ((z(0, 3),), {"axis": 1}, (0,)))
