@@ -11,11 +11,17 @@ Special values: oneDNN's kernel along the last axis makes NaN only where the inp
 row always holds a NaN in the result, so one check of the result (NaN-propagating ``max``,
 microseconds) finds them and those rows are set to NaN.
 
+An axis other than the last (with more than one element after it) is turned down: oneDNN runs
+its reference implementation there, 80 to 100 times slower than NUMBA (324 ms against 2.8 ms
+for (8, 12, 256, 256) over axis 1).
+
 f32 log_softmax is turned down: oneDNN's log of the sum of exps is approximate, off by up to
 about 45 f32 epsilons (absolute) next to the row's maximum, where polyeng allows 16 relative to
 max(1, |result|) (a result near 0 there). Its error is far below bf16's epsilon, so bf16 runs.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -53,6 +59,9 @@ def _rule(call):
                 "about 45 epsilons, polyeng allows 16")
     if x.size == 0:
         return None   # no primitive needed
+    if math.prod(x.shape[call.args["axis"] + 1:]) > 1:
+        return (f"oneDNN's {call.op} over an axis that is not the last runs its reference code: 80 to 100 "
+                f"times slower than NUMBA's (benchmarks/crossover.py)")
     try:
         _primitive(call.op, _shape(x), call.args["axis"], x.dtype)
     except Exception as exc:
