@@ -52,3 +52,45 @@ def test_small_work_runs_on_one_thread(executions):
     with polyeng.compute_eng("onednn", fallback=False):
         polyeng.linear(x, x)
     assert executions[-1] == 1
+
+
+def test_a_recurrent_primitive_made_on_one_thread_runs_on_another():
+    # oneDNN's own scratchpad was sized in the thread that made the primitive: this crashed
+    import threading
+    rng = np.random.default_rng(2)
+    seq = rng.random((10, 4, 16), dtype=np.float32)
+    params = [(rng.random((48, 16), dtype=np.float32), rng.random((48, 16), dtype=np.float32), None, None)]
+    results = []
+
+    def go(n):
+        with polyeng.compute_eng("onednn", fallback=False):
+            for _ in range(n):
+                results.append(polyeng.gru(seq, params)[0])
+    go(1)
+    worker = threading.Thread(target=go, args=(50,))
+    worker.start()
+    worker.join()
+    assert len(results) == 51 and all(np.array_equal(r, results[0]) for r in results)
+
+
+def test_one_primitive_run_from_several_threads_at_once_gives_every_thread_its_product():
+    # a shared scratchpad gave a few of 18000 products wrong values (off by about 5.5)
+    import threading
+    rng = np.random.default_rng(3)
+    a, b = rng.random((64, 64), dtype=np.float32), rng.random((64, 64), dtype=np.float32)
+    with polyeng.compute_eng("onednn", fallback=False):
+        want = polyeng.matmul(a, b)
+    wrong = []
+
+    def work():
+        with polyeng.compute_eng("onednn", fallback=False):
+            for _ in range(400):
+                got = polyeng.matmul(a, b)
+                if not np.array_equal(got, want):
+                    wrong.append(float(np.abs(got - want).max()))
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []

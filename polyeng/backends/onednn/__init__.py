@@ -42,4 +42,24 @@ def _last_impl() -> str:
 def polyeng_register(registry):
     registry.add_engine(NAME, available=availability, details=describe, call_note=_last_impl)
     register_kernels(registry, NAME, __name__, native_storage=True, compute_types=_fpmath.compute_types,
-                     own_fp_math=True)
+                     own_fp_math=True, engine_rule=_engine_rule)
+
+
+MAX_RANK = 12   # DNNL_MAX_NDIMS
+
+
+def _engine_rule(spec):
+    return _layout_rejection
+
+
+def _layout_rejection(call):
+    """What no kernel here takes: arrays of more than 12 dimensions (oneDNN's limit), and strides
+    that are not whole elements (a field of a structured array), which oneDNN cannot describe."""
+    for name, a in call.tensors().items():
+        if not hasattr(a, "strides"):
+            continue
+        if a.ndim > MAX_RANK:
+            return f"{name} has {a.ndim} dimensions; oneDNN takes at most {MAX_RANK}"
+        if any(s % a.itemsize for s in a.strides):
+            return f"{name} has strides {a.strides} that are not whole {a.itemsize}-byte elements"
+    return None

@@ -69,6 +69,8 @@ _SIGNATURES = {
     "dnnl_primitive_attr_destroy": (c_void_p,),
     "dnnl_primitive_attr_set_fpmath_mode": (c_void_p, c_int),
     "dnnl_primitive_attr_set_post_ops": (c_void_p, c_void_p),
+    "dnnl_primitive_attr_set_scratchpad_mode": (c_void_p, c_int),
+    "dnnl_stream_destroy": (c_void_p,),
     "dnnl_post_ops_create": (P(c_void_p),),
     "dnnl_post_ops_destroy": (c_void_p,),
     "dnnl_post_ops_append_eltwise": (c_void_p, c_int, c_float, c_float),
@@ -218,12 +220,25 @@ def engine() -> int:
 _streams = threading.local()
 
 
+class _Stream:
+    """A stream destroyed with the thread-local storage of the thread that made it."""
+
+    def __init__(self):
+        self.handle = new("dnnl_stream_create", engine(), C.STREAM_DEFAULT_FLAGS)
+
+    def __del__(self):
+        try:
+            lib().dnnl_stream_destroy(self.handle)
+        except Exception:   # interpreter shutdown
+            pass
+
+
 def stream() -> int:
     """This thread's in-order stream on the CPU engine (executions of one stream are ordered)."""
-    handle = getattr(_streams, "handle", None)
-    if handle is None:
-        handle = _streams.handle = new("dnnl_stream_create", engine(), C.STREAM_DEFAULT_FLAGS)
-    return handle
+    held = getattr(_streams, "stream", None)
+    if held is None:
+        held = _streams.stream = _Stream()
+    return held.handle
 
 
 _threads = threading.local()

@@ -2,7 +2,9 @@
 "memory descriptor any": weights blocked and down-converted once for inference).
 
 A weight counts as constant when neither it nor any array it views can be written (a read-only
-numpy array whose bases are read-only too): every constant of a graph is such an array. Its
+numpy array whose bases are read-only too, over memory of its own or ``bytes``): every constant
+of a graph is such an array. An owner that makes its array writeable again and changes it breaks
+that promise; polyeng's graphs never do. Its
 reordered copy is kept, bounded (``MAX_PACKED``, least recently used out), with a reference to
 the weight itself so that its memory cannot be reused by another array while the copy is kept.
 A writeable weight is read as it lies on every call (no copy is kept of data that may change).
@@ -25,12 +27,14 @@ stats = {"reorders": 0}
 
 
 def constant(a: np.ndarray) -> bool:
-    """Whether ``a``'s data cannot change through numpy: it and every ndarray base are read-only."""
+    """Whether ``a``'s data cannot change through numpy: it and every ndarray base are read-only, and
+    the memory at the bottom is the array's own or immutable ``bytes`` (a view made through another
+    object, ``as_strided``'s or an mmap's, may be of writeable memory)."""
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return False
         a = a.base
-    return not isinstance(a, (bytearray, memoryview))
+    return a is None or type(a) is bytes
 
 
 def packed_weight(prim, weight: np.ndarray) -> np.ndarray:

@@ -100,6 +100,7 @@ class Attr:
     def __init__(self, compute: str = "f32", post_ops=()):
         self.handle = new("dnnl_primitive_attr_create")
         call("dnnl_primitive_attr_set_fpmath_mode", self.handle, FP_MATH[compute])
+        call("dnnl_primitive_attr_set_scratchpad_mode", self.handle, C.SCRATCHPAD_MODE_USER)
         self.post_ops = tuple(post_ops)
         if post_ops:
             ops = new("dnnl_post_ops_create")
@@ -125,19 +126,27 @@ class Primitive:
     the descriptors and attributes the primitive descriptor was made from."""
 
     def __init__(self, create: str, *args, keep=()):
+        # every create function takes the attributes last: the scratchpad becomes the caller's
+        args = args[:-1] + (_user_scratchpad(args[-1]),)
+        self._made(lambda: new(create, engine(), *args), keep, False)
+
+    def _made(self, make_pd, keep, is_reorder):
         # oneDNN sizes a primitive's scratch and work split for the OpenMP threads in force when it
         # is created, and must not run on more: create with the most it will ever be given
         self.threads = creation_threads()
-        self.pd = new(create, engine(), *args)
+        self.pd = make_pd()
         try:
             self.handle = new("dnnl_primitive_create", self.pd)
         except Exception:
             lib().dnnl_primitive_desc_destroy(self.pd)
             raise
         self.keep = keep
-        self._memories: dict = {}      # arg -> (dnnl_memory_t, its descriptor) made on first use
+        self._memories: dict = {}      # arg -> dnnl_memory_t made on first use
         self._lock = threading.Lock()
-        self.is_reorder = False
+        self.is_reorder = is_reorder
+        self.scratch = lib().dnnl_memory_desc_get_size(lib().dnnl_primitive_desc_query_md(
+            self.pd, C.QUERY_SCRATCHPAD_MD, 0))
+        return self
 
     @property
     def impl(self) -> str:
@@ -160,6 +169,9 @@ class Primitive:
     def run(self, args: dict, threads: int) -> None:
         """Execute with ``args``: ``DNNL_ARG_*`` -> numpy array laid out as the primitive's descriptor
         of that argument says (the caller made it so). Blocks until done."""
+        if self.scratch:   # user-managed scratchpad: this thread's own buffer
+            args = dict(args)
+            args[C.ARG_SCRATCHPAD] = scratch_buffer(self.scratch)
         count = len(args)
         packed = (ExecArg * count)()
         l = lib()
@@ -199,6 +211,34 @@ class Primitive:
             l.dnnl_primitive_desc_destroy(self.pd)
         except Exception:
             pass
+
+
+_default_attr: list = []
+_scratch = threading.local()
+
+
+def _user_scratchpad(attr):
+    """``attr`` (a handle, or None for the default attributes) with a user-managed scratchpad.
+
+    With oneDNN's own (library) scratchpad, a primitive's scratch is sized in the thread that
+    created it: a recurrent primitive made on one thread and run on another overran it (a crash),
+    and one primitive run at once from several threads shared it (wrong products). Every primitive
+    here is given this thread's scratch buffer instead (``scratch_buffer``)."""
+    if attr is None:
+        if not _default_attr:
+            _default_attr.append(Attr())
+        return _default_attr[0].handle
+    call("dnnl_primitive_attr_set_scratchpad_mode", attr, C.SCRATCHPAD_MODE_USER)
+    return attr
+
+
+def scratch_buffer(nbytes: int) -> np.ndarray:
+    """This thread's scratch buffer, grown to at least ``nbytes`` (primitives of one thread run one
+    after another, so they share it)."""
+    buffer = getattr(_scratch, "buffer", None)
+    if buffer is None or buffer.size < nbytes:
+        buffer = _scratch.buffer = aligned_empty(max(nbytes, 2 * (0 if buffer is None else buffer.size)))
+    return buffer
 
 
 def creation_threads() -> int:
@@ -263,11 +303,9 @@ def reorder(src: Desc, dst: Desc) -> Primitive:
 
 
 def _reorder(self, src: Desc, dst: Desc):
-    self.threads = creation_threads()
-    self.pd = new("dnnl_reorder_primitive_desc_create", src.handle, engine(), dst.handle, engine(), None)
-    self.handle = new("dnnl_primitive_create", self.pd)
-    self.keep, self._memories, self._lock, self.is_reorder = (src, dst), {}, threading.Lock(), True
-    return self
+    attr = _user_scratchpad(None)
+    return self._made(lambda: new("dnnl_reorder_primitive_desc_create", src.handle, engine(), dst.handle,
+                                  engine(), attr), (src, dst), True)
 
 
 Primitive._reorder = _reorder

@@ -137,7 +137,7 @@ def _matmul_plan(p, a, b):
     b2 = _rows(b2.reshape((1,) * (rank - b2.ndim) + b2.shape))
     dst = tuple(np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])) + (a2.shape[-2], b2.shape[-1])
     plan = _Plan(a2.shape, _strides(a2), b2.shape, _strides(b2), None, dst, p.dtype, _compute(p),
-                 rank == 2 and constant(b))
+                 rank == 2 and constant(b2))   # b2, not b: a copy made by _rows is no constant
     return plan, a2, b2, dst
 
 
