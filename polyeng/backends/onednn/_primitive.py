@@ -30,25 +30,43 @@ FP_MATH = {"f32": C.FPMATH_MODE_STRICT, "bf16": C.FPMATH_MODE_BF16, "f16": C.FPM
            "tf32": C.FPMATH_MODE_TF32}
 
 
-class Desc:
-    """An owned ``dnnl_memory_desc_t``."""
+class _Described:
+    """A ``dnnl_memory_desc_t`` handle with what callers ask of it."""
 
-    __slots__ = ("handle", "owned", "__weakref__")
+    __slots__ = ("handle", "__weakref__")
 
-    def __init__(self, handle: int, owned: bool = True):
-        self.handle, self.owned = handle, owned
+    def __init__(self, handle: int):
+        self.handle = handle
 
     @property
     def size(self) -> int:
         return lib().dnnl_memory_desc_get_size(self.handle)
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Desc) and bool(lib().dnnl_memory_desc_equal(self.handle, other.handle))
+        return isinstance(other, _Described) and bool(lib().dnnl_memory_desc_equal(self.handle, other.handle))
 
     __hash__ = object.__hash__
 
+
+class Borrowed(_Described):
+    """A descriptor a primitive owns (``query_md``): nothing to free, so no ``__del__`` (code in a
+    finaliser swallows a KeyboardInterrupt that lands in it)."""
+
+    __slots__ = ()
+
+
+class Desc(_Described):
+    """An owned ``dnnl_memory_desc_t``, destroyed with the object (made when a primitive is built)."""
+
+    __slots__ = ()
+
+    def __init__(self, handle: int, owned: bool = True):
+        if not owned:
+            raise TypeError("a borrowed descriptor is a Borrowed")
+        super().__init__(handle)
+
     def __del__(self):
-        if self.owned and self.handle:
+        if self.handle:
             try:
                 lib().dnnl_memory_desc_destroy(self.handle)
             except Exception:   # interpreter shutdown
@@ -160,11 +178,10 @@ class Primitive:
 
     def md(self, query: int, index: int = 0) -> Desc:
         """A descriptor the primitive chose (``QUERY_WEIGHTS_MD`` and so on), owned by the primitive."""
-        handle = lib().dnnl_primitive_desc_query_md(self.pd, query, index)
-        return Desc(handle, owned=False)
+        return Borrowed(lib().dnnl_primitive_desc_query_md(self.pd, query, index))
 
-    def arg_md(self, arg: int) -> Desc:
-        return Desc(lib().dnnl_primitive_desc_query_md(self.pd, C.QUERY_EXEC_ARG_MD, arg), owned=False)
+    def arg_md(self, arg: int) -> Borrowed:
+        return Borrowed(lib().dnnl_primitive_desc_query_md(self.pd, C.QUERY_EXEC_ARG_MD, arg))
 
     def run(self, args: dict, threads: int) -> None:
         """Execute with ``args``: ``DNNL_ARG_*`` -> numpy array laid out as the primitive's descriptor
@@ -181,7 +198,8 @@ class Primitive:
             for i, (arg, array) in enumerate(args.items()):
                 memory = self._memories.get(arg) if acquired else None
                 if memory is None:
-                    memory = new("dnnl_memory_create", self.arg_md(arg).handle, engine(), None)
+                    memory = new("dnnl_memory_create", l.dnnl_primitive_desc_query_md(
+                        self.pd, C.QUERY_EXEC_ARG_MD, arg), engine(), None)
                     if acquired:
                         self._memories[arg] = memory
                     else:
