@@ -86,6 +86,9 @@ def onednn_if(condition, otherwise):
     def recommend(call):
         return ONEDNN if condition(call) and _onednn_accepts(call) else otherwise(call)
     recommend.__doc__ = f"onednn where it runs the call and {condition.__doc__}; else {otherwise.__doc__}"
+    recommend.onednn = condition   # where ONEDNN is preferred
+    if hasattr(otherwise, "min_elements"):
+        recommend.min_elements = otherwise.min_elements   # NUMBA's threshold when ONEDNN is not
     return recommend
 
 

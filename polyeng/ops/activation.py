@@ -121,10 +121,13 @@ def _validate_leaky_relu(x, negative_slope):
 
 
 def _spec(name, function, validate, category=Category.FOLLOW, min_elements=512, **catalogue):
+    recommend = _recommend.jit_from(min_elements)
+    if not catalogue.get("ufuncs"):
+        # ONEDNN below 2**20 elements (the vision models' activations ran 3-4x faster there); the ops
+        # that are numpy ufuncs keep numpy's bits on small calls, as traced numpy code expects
+        recommend = _recommend.onednn_if(_recommend.below(1 << 20), recommend)
     return OpSpec(name=name, function=function, validate=validate, category=category, chunking="elementwise",
-                  prepare=check.like_input,
-                  recommend=_recommend.onednn_if(_recommend.below(1 << 20), _recommend.jit_from(min_elements)),
-                  preference=_recommend.PREFERENCE, **catalogue)
+                  prepare=check.like_input, recommend=recommend, preference=_recommend.PREFERENCE, **catalogue)
 
 
 # gelu's exact form is 3.5x BASIC's erf loop at 512 elements, the tanh form within 10%
