@@ -152,6 +152,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    xfail = getattr(report, "wasxfail", "")
+    for engine in SUBSET_ENGINES:
+        prefix = f"{engine} turns this call down: "
+        if report.when == "call" and xfail.startswith(prefix):
+            _turned_down.setdefault((engine, xfail[len(prefix):]), []).append(report.nodeid)
     if report.when == "call" and report.passed:
         _passed["count"] += 1
     elif report.skipped and not hasattr(report, "wasxfail"):
@@ -304,9 +309,8 @@ def pytest_runtest_makereport(item, call):
     turned_down = (isinstance(exc, EngineError) and exc.engine == engine
                    and exc.reason.startswith(("rejected:", "not implemented:"))
                    and "accepts() raised" not in exc.reason)   # a bug in the rule, not a limit
-    if turned_down:
-        report.outcome, report.wasxfail = "skipped", f"{engine} turns this call down: {exc.reason}"
-        _turned_down.setdefault((engine, f"{exc.op}: {exc.reason}"), []).append(item.nodeid)
+    if turned_down:   # counted by pytest_runtest_logreport, which sees xdist workers' reports too
+        report.outcome, report.wasxfail = "skipped", f"{engine} turns this call down: {exc.op}: {exc.reason}"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
