@@ -10,7 +10,7 @@ import numpy as np
 
 from ...engine import dtypes as dt
 from . import _constants as C
-from ._primitive import cached, desc, reorder
+from ._primitive import cached, desc, elements_strides, reorder
 from ._threads import threads_for
 
 STORAGE = {"bf16": dt.bfloat16, "f16": dt.float16}
@@ -26,7 +26,7 @@ def converted(a: np.ndarray, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if a.dtype == dtype and a.flags.c_contiguous:
         return a
-    strides = tuple(s // a.itemsize for s in a.strides)
+    strides = elements_strides(a)
     if a.size == 0 or min(strides, default=0) < 0:
         return np.ascontiguousarray(a).astype(dtype)
     key = ("reorder", a.shape, strides, a.dtype.str, dtype.str)

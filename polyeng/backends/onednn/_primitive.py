@@ -80,16 +80,19 @@ def data_type(dtype) -> int:
         raise TypeError(f"oneDNN has no data type for {np.dtype(dtype)}") from None
 
 
+def c_strides(shape) -> tuple:
+    """Row-major strides of ``shape``, in elements (a zero-size dimension counts as one)."""
+    out, step = [], 1
+    for s in reversed(shape):
+        out.append(step)
+        step *= max(int(s), 1)
+    return tuple(reversed(out))
+
+
 def desc(shape, dtype, strides=None) -> Desc:
     """A plain layout of ``shape``: ``strides`` in elements (row-major when None)."""
     shape = tuple(int(s) for s in shape) or (1,)
-    if strides is None:
-        strides, step = [], 1
-        for s in reversed(shape):
-            strides.append(step)
-            step *= max(s, 1)
-        strides = tuple(reversed(strides))
-    strides = tuple(int(s) for s in strides) or (1,)
+    strides = tuple(int(s) for s in (c_strides(shape) if strides is None else strides)) or (1,)
     return Desc(new("dnnl_memory_desc_create_with_strides", len(shape), dims(shape), data_type(dtype), dims(strides)))
 
 

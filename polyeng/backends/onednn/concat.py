@@ -10,7 +10,7 @@ import numpy as np
 
 from .._loader import limit
 from . import _constants as C
-from ._primitive import Primitive, cached, desc
+from ._primitive import Primitive, cached, desc, elements_strides
 from ._threads import threads_for
 
 
@@ -36,10 +36,6 @@ def as_bytes(a: np.ndarray) -> np.ndarray:
     return a.view(np.uint8).reshape(a.shape + (a.itemsize,))
 
 
-def _strides(a):
-    return tuple(s // a.itemsize for s in a.strides)
-
-
 def _rule(call):
     tensors, p = call.args["tensors"], call.prepared
     kinds = {np.dtype(t.dtype) for t in tensors}
@@ -52,10 +48,10 @@ def _rule(call):
 
 
 def _plan(parts, axis, out):
-    key = ("concat", axis, out.shape, out.dtype.str, tuple((a.shape, _strides(a)) for a in parts))
+    key = ("concat", axis, out.shape, out.dtype.str, tuple((a.shape, elements_strides(a)) for a in parts))
 
     def build():
-        srcs = [desc(a.shape, a.dtype, _strides(a)) for a in parts]
+        srcs = [desc(a.shape, a.dtype, elements_strides(a)) for a in parts]
         dst = desc(out.shape, out.dtype)
         handles = (ctypes.c_void_p * len(srcs))(*[s.handle for s in srcs])
         return Primitive("dnnl_concat_primitive_desc_create", dst.handle, len(srcs), axis, handles, None,

@@ -30,7 +30,8 @@ from . import _fpmath
 from ._convert import converted, storage_of
 from ._packed import constant, note_for, packed_weight
 from ._lib import dims, new
-from ._primitive import Attr, Desc, Primitive, cached, data_type, desc, desc_any, reorder
+from ._primitive import (Attr, Desc, Primitive, cached, data_type, desc, desc_any, elements_strides,
+                         reorder)
 from ._threads import threads_for
 
 FLOATS = (dt.float32, dt.bfloat16, dt.float16)
@@ -60,10 +61,6 @@ def _empty(p) -> bool:
 def _nonnegative(a: np.ndarray) -> np.ndarray:
     """``a`` itself, or a C-contiguous copy where it has negative strides (oneDNN takes none)."""
     return np.ascontiguousarray(a) if a.strides and min(a.strides) < 0 else a
-
-
-def _strides(a: np.ndarray) -> tuple:
-    return tuple(s // a.itemsize for s in a.strides)
 
 
 def _views(p, x, weight):
@@ -155,7 +152,7 @@ class _Plan:
     def into(self, role: str, a: np.ndarray, target_md) -> np.ndarray:
         """``a`` reordered into ``target_md`` (layout and type) in this thread's scratch for
         ``role``, or ``a`` itself when it lies so already."""
-        strides = _strides(a)
+        strides = elements_strides(a)
         step = self.step((role, a.shape, strides, a.dtype.str), lambda: desc(a.shape, a.dtype, strides),
                          lambda: target_md)
         if step is None:

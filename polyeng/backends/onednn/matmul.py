@@ -21,7 +21,7 @@ from . import _constants as C
 from . import _fpmath
 from ._convert import converted, storage_of
 from ._packed import constant, note_for, packed_weight
-from ._primitive import Attr, Primitive, cached, desc, desc_any
+from ._primitive import Attr, Primitive, c_strides, cached, desc, desc_any, elements_strides
 from ._threads import threads_for
 
 FLOATS = (dt.float32, dt.bfloat16, dt.float16)
@@ -53,18 +53,6 @@ def _rows(a):
     return a
 
 
-def _strides(a) -> tuple:
-    return tuple(s // a.itemsize for s in a.strides)
-
-
-def _c_strides(shape) -> tuple:
-    out, step = [], 1
-    for s in reversed(shape):
-        out.append(step)
-        step *= max(s, 1)
-    return tuple(reversed(out))
-
-
 class _Plan:
     """The primitive of one call signature and how its operands are handed over."""
     __slots__ = ("prim", "operands", "pack")
@@ -73,8 +61,8 @@ class _Plan:
         self.operands = operands = storage_of(compute, dtype)
         self.pack = pack
         if operands != dtype:   # converted operands are C-contiguous
-            src_strides = _c_strides(src)
-            wei_strides = _c_strides(wei)
+            src_strides = c_strides(src)
+            wei_strides = c_strides(wei)
         key = ("matmul", src, src_strides, wei, wei_strides, bias_shape, dst, np.dtype(dtype).str, compute, pack)
 
         def build():
@@ -111,8 +99,8 @@ def _linear_plan(p, x, weight, bias):
     weight = _rows(weight)
     n, k = weight.shape
     wt = weight.T
-    plan = _Plan(x2.shape, _strides(x2), (k, n), _strides(wt), None if bias is None else (1, n), (rows, n),
-                 p.dtype, _compute(p), constant(weight))
+    plan = _Plan(x2.shape, elements_strides(x2), (k, n), elements_strides(wt), None if bias is None else (1, n),
+                 (rows, n), p.dtype, _compute(p), constant(weight))
     return plan, x2, wt
 
 
@@ -136,7 +124,7 @@ def _matmul_plan(p, a, b):
     a2 = _rows(a2.reshape((1,) * (rank - a2.ndim) + a2.shape))
     b2 = _rows(b2.reshape((1,) * (rank - b2.ndim) + b2.shape))
     dst = tuple(np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])) + (a2.shape[-2], b2.shape[-1])
-    plan = _Plan(a2.shape, _strides(a2), b2.shape, _strides(b2), None, dst, p.dtype, _compute(p),
+    plan = _Plan(a2.shape, elements_strides(a2), b2.shape, elements_strides(b2), None, dst, p.dtype, _compute(p),
                  rank == 2 and constant(b2))   # b2, not b: a copy made by _rows is no constant
     return plan, a2, b2, dst
 
