@@ -303,6 +303,9 @@ def _conv(c: LazyCall):
     if c.kwargs.get("bias") is not None:
         c.put("bias", "O")
     sizes = dict(zip(out, c.prepared.shape[len(c.prepared.shape) - nd:]))
+    if c.kwargs.get("residual") is not None:   # fused_conv's: the batch chunked as x, the rest whole
+        c.put("residual", lead + "O" + out)
+        return c.build(lead + "O" + out, whole="C" + spatial + "OI" + taps + out)
     return c.build(lead + "O" + out, whole="C" + spatial + "OI" + taps, new_axes=sizes)
 
 

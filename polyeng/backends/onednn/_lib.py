@@ -75,6 +75,7 @@ _SIGNATURES = {
     "dnnl_post_ops_destroy": (c_void_p,),
     "dnnl_post_ops_append_eltwise": (c_void_p, c_int, c_float, c_float),
     "dnnl_post_ops_append_binary": (c_void_p, c_int, c_void_p),
+    "dnnl_post_ops_append_sum": (c_void_p, c_float, ctypes.c_int32, c_int),
     "dnnl_primitive_desc_query": (c_void_p, c_int, c_int, c_void_p),
     "dnnl_primitive_desc_query_md": (c_void_p, c_int, c_int),
     "dnnl_primitive_desc_destroy": (c_void_p,),

@@ -116,7 +116,8 @@ def elements_strides(a: np.ndarray) -> tuple:
 
 class Attr:
     """A ``dnnl_primitive_attr_t``: the fp math mode (``compute``: f32, bf16, f16, tf32) and
-    post-ops (``("eltwise", alg, alpha, beta)`` or ``("binary", alg, Desc)``)."""
+    post-ops (``("eltwise", alg, alpha, beta)``, ``("binary", alg, Desc)`` or ``("sum",)``: the
+    result added to what the destination holds)."""
 
     def __init__(self, compute: str = "f32", post_ops=()):
         self.handle = new("dnnl_primitive_attr_create")
@@ -129,6 +130,8 @@ class Attr:
                 for op in post_ops:
                     if op[0] == "eltwise":
                         call("dnnl_post_ops_append_eltwise", ops, op[1], float(op[2]), float(op[3]))
+                    elif op[0] == "sum":   # scale 1, no zero point, the destination's own type
+                        call("dnnl_post_ops_append_sum", ops, 1.0, 0, C.DATA_TYPE_UNDEF)
                     else:
                         call("dnnl_post_ops_append_binary", ops, op[1], op[2].handle)
                 call("dnnl_primitive_attr_set_post_ops", self.handle, ops)

@@ -105,14 +105,16 @@ class _Plan:
     MAX_STEPS = 16
 
     def __init__(self, layouts, x_shape, w_shape, has_bias, out_shape, stride, dilation, pads, operands, result,
-                 compute):
+                 compute, residual=False, eltwise=None):
         nd = len(x_shape) - 2
         self.out_shape = out_shape
         left, right = (pads[0], pads[2]), (pads[1], pads[3])
-        attr = Attr(compute)
         prim = error = None
         for kind in layouts:
             src_md, dst_md = _layout(kind, x_shape, operands), _layout(kind, out_shape, result)
+            # post-ops (fused_conv): the residual, written into the destination first, summed into
+            # the result, then the activation
+            attr = Attr(compute, ((("sum",),) if residual else ()) + ((("eltwise",) + tuple(eltwise),) if eltwise else ()))
             wei_md = desc_any(w_shape, operands)
             bias_md = desc((out_shape[1],), F32) if has_bias else None
             try:
@@ -125,6 +127,13 @@ class _Plan:
             except Exception as exc:
                 error = error or exc
                 continue
+            if residual or eltwise:
+                # a fusion on reference code loses far more than it saves; the gemm-based pointwise
+                # convolution applies an eltwise post-op in a pass of its own, slower than the eltwise
+                # primitive after it (MobileNetV3's 1x1 convolutions with hardswish: 1.8-2.4x)
+                if candidate.impl.startswith("ref") or eltwise and "gemm" in candidate.impl:
+                    error = error or RuntimeError(f"no fast code ({candidate.impl}) for these post-ops")
+                    continue
             if prim is None or not candidate.impl.startswith("ref"):
                 prim = candidate
             if not prim.impl.startswith("ref"):
@@ -161,7 +170,7 @@ class _Plan:
         step.run({C.ARG_FROM: a, C.ARG_TO: buffer}, threads_for(a.size * 4))
         return buffer
 
-    def run(self, x, w, weight_constant, bias, work, dtype) -> np.ndarray:
+    def run(self, x, w, weight_constant, bias, work, dtype, residual=None) -> np.ndarray:
         src = self.into("src", x, self.src_md)
         wei = packed_weight(self.prim, w) if weight_constant else self.into("weights", w, self.wei_md)
         out = np.empty(self.out_shape, dtype)
@@ -170,6 +179,14 @@ class _Plan:
         args = {C.ARG_SRC: src, C.ARG_WEIGHTS: wei, C.ARG_DST: dst}
         if bias is not None:
             args[C.ARG_BIAS] = converted(bias, F32)
+        if residual is not None:   # the sum post-op adds the result to it
+            fill = self.step(("residual", residual.shape, elements_strides(residual), residual.dtype.str),
+                             lambda: desc(residual.shape, residual.dtype, elements_strides(residual)),
+                             lambda: self.dst_md)
+            if fill is None:   # the same layout and type: then the destination is ``out`` itself
+                np.copyto(dst, residual)
+            else:
+                fill.run({C.ARG_FROM: residual, C.ARG_TO: dst}, threads_for(residual.size * 4))
         self.prim.run(args, threads_for(work))
         if step is not None:
             step.run({C.ARG_FROM: dst, C.ARG_TO: out}, threads_for(out.size * 4))
@@ -180,7 +197,9 @@ def _compute(p) -> str:
     return _fpmath.compute() if p.dtype == dt.float32 else "f32"
 
 
-def _plan(p, x, weight, has_bias) -> _Plan:
+def _plan(p, x, weight, has_bias, residual=False, eltwise=None) -> _Plan:
+    """The cached plan of a call; ``residual`` and ``eltwise`` ((alg, alpha, beta)) are fused_conv's
+    post-ops, for which the layouts are fixed (the residual's descriptor is the result's)."""
     g = p.geometry
     nd = weight.ndim - 2
     compute = _compute(p)
@@ -199,22 +218,50 @@ def _plan(p, x, weight, has_bias) -> _Plan:
     # 54; depthwise 3x3 of 96 channels b8 blocked 4.6 ms, any 9.5, plain 33.
     plain = g.algorithm == "pointwise" and operands == F32
     layouts = ("plain", "any") if plain else ("blocked", "any")
+    if residual:   # the destination's layout is known before the residual is written into it
+        layouts = ("plain", "blocked") if plain else ("blocked",)
+    if eltwise and plain:   # no reorders around a pointwise convolution: fused on its own layout or not at all
+        layouts = ("plain",)
     args = (layouts, x_shape, w_shape, has_bias, out_shape, g.stride, g.dilation, g.padding, operands, result,
-            compute)
-    return cached(("conv",) + args[:8] + (operands.str, result.str, compute), lambda: _Plan(*args))
+            compute, residual, eltwise)
+    key = ("conv",) + args[:8] + (operands.str, result.str, compute, residual, eltwise)
+    failed = _failed.get(key)
+    if failed is not None:   # asked again on every call of a fused_conv that runs unfused
+        raise RuntimeError(failed)
+    try:
+        return cached(key, lambda: _Plan(*args))
+    except Exception as exc:
+        if len(_failed) >= 1024:
+            _failed.clear()
+        _failed[key] = str(exc)
+        raise
 
 
-def _conv(p, x, weight, bias):
+_failed: dict = {}   # plan key -> why oneDNN has none
+
+
+def empty_result(p, weight, bias):
+    """The result of a call with no elements or no input channels: zeros, or the bias alone."""
+    out = np.zeros(p.shape, p.dtype)
+    if bias is not None and out.size:
+        out += bias.astype(p.dtype).reshape((-1,) + (1,) * (weight.ndim - 2))
+    return out
+
+
+def _conv(p, x, weight, bias, residual=None, eltwise=None):
+    """The convolution, with fused_conv's post-ops when ``residual`` or ``eltwise`` is given (the
+    caller checked that the call is not empty and that the plan builds)."""
     g = p.geometry
     if _empty(p):
-        out = np.zeros(p.shape, p.dtype)
-        if bias is not None and out.size:
-            out += bias.astype(p.dtype).reshape((-1,) + (1,) * (weight.ndim - 2))
-        return out
-    plan = _plan(p, x, weight, bias is not None)
+        return empty_result(p, weight, bias)
+    plan = _plan(p, x, weight, bias is not None, residual is not None, eltwise)
     xv, w, fixed = _views(p, x, weight)
     work = g.batch * g.out_channels * g.out[0] * g.out[1] * g.group_in * g.kernel[0] * g.kernel[1]
-    return plan.run(xv, w, fixed, bias, work, np.dtype(p.dtype)).reshape(p.shape)
+    if residual is not None:
+        residual = _nonnegative(residual)
+        if residual.ndim == len(plan.out_shape) - 1:
+            residual = residual[None]
+    return plan.run(xv, w, fixed, bias, work, np.dtype(p.dtype), residual).reshape(p.shape)
 
 
 @limit(_rule)

@@ -1,0 +1,140 @@
+"""fused_conv on oneDNN: one convolution primitive with post-ops, the residual added (written into
+the destination first, in its layout, and summed: the sum post-op) and then the activation (an
+eltwise post-op), as each block of the result is made.
+
+The post-op activations are oneDNN's eltwise algorithms with the constants the standalone kernels
+use (``activation.py``). Post-ops do not keep polyeng's special values: measured with a NaN and
+infinities in the input, relu, hardsigmoid and clip gave numbers for NaN, sigmoid did after a
+residual, relu after a residual gave NaN for numbers, and hardswish differed on infinities. So
+the fused primitive runs only when every operand is finite (then the convolution has no NaN), and
+its result is checked when an infinity could have reached the activation (an overflow; bounded
+activations need no check). Otherwise, and for gelu (whose post-op overflows near the f32
+maximum), and where oneDNN has only reference code for the post-ops, the convolution runs alone
+on oneDNN and the residual and activation follow with BASIC's kernels. A constant's finiteness is read once; the others cost one read of each operand.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...engine import dtypes as dt
+from .. import _fused
+from ..basic import activation as basic_activation, arithmetic as basic_arithmetic, clip as basic_clip
+from .._loader import limit
+from . import _constants as C
+from . import conv
+from ._packed import constant, note_for
+from . import activation as onednn_activation
+from .activation import finite_hint
+
+F32 = np.dtype(np.float32)
+
+# activation -> (alg, alpha, beta) of oneDNN's eltwise post-op from fused_conv's alpha and beta
+POST_OPS = {
+    "relu": lambda a, b: (C.ELTWISE_RELU, 0.0, 0.0),
+    "leaky_relu": lambda a, b: (C.ELTWISE_RELU, a, 0.0),
+    "sigmoid": lambda a, b: (C.ELTWISE_LOGISTIC, 0.0, 0.0),
+    "tanh": lambda a, b: (C.ELTWISE_TANH, 0.0, 0.0),
+    "hardswish": lambda a, b: (C.ELTWISE_HARDSWISH, 1.0 / 6.0, 0.5),
+    "hardsigmoid": lambda a, b: (C.ELTWISE_HARDSIGMOID, 1.0 / 6.0, 0.5),
+    "silu": lambda a, b: (C.ELTWISE_SWISH, 1.0, 0.0),
+    "clip": lambda a, b: (C.ELTWISE_CLIP_V2, a, b),
+}
+# activations whose result is finite for every input: an overflow in the convolution cannot show
+BOUNDED = {"sigmoid", "tanh", "hardsigmoid"}
+# bit masks of the exponent of the 16-bit floats (all ones: an infinity or a NaN)
+EXPONENT = {np.dtype(dt.bfloat16): 0x7F80, np.dtype(np.float16): 0x7C00}
+
+
+def _eltwise(activation: str, alpha: float, beta: float):
+    make = POST_OPS.get(activation)
+    return None if make is None else make(alpha, beta)
+
+
+def _rule(call):
+    args = call.args
+    arrays = [args[n] for n in ("x", "weight", "bias", "residual") if args.get(n) is not None]
+    odd = sorted({str(a.dtype) for a in arrays if a.dtype not in conv.FLOATS})
+    if odd:
+        return f"oneDNN's convolution takes f32, bf16 and f16 data, not {', '.join(odd)}"
+    p = call.prepared
+    if conv._empty(p):
+        return None
+    try:   # the convolution (the post-ops are tried when the call runs: without them it is composed)
+        conv._plan(p, args["x"], args["weight"], args["bias"] is not None)
+    except Exception as exc:
+        return f"oneDNN has no convolution for this call: {exc}"
+    return None
+
+
+_finite_constants: dict = {}   # (pointer, shape, strides, dtype) of a constant weight or bias -> finite
+
+
+def _finite(a) -> bool:
+    """Whether every element of ``a`` is finite (f32: ``finite_hint`` first, one pass with no
+    temporary; a constant's answer is kept)."""
+    if a is None or a.size == 0:
+        return True
+    key = None
+    if constant(a):
+        key = (a.ctypes.data, a.shape, a.strides, a.dtype.str)
+        found = _finite_constants.get(key)
+        if found is not None:
+            return found
+    if a.dtype == F32:
+        finite = finite_hint(a) or bool(np.isfinite(a).all())
+    else:
+        mask = EXPONENT[a.dtype]
+        finite = not bool((np.bitwise_and(a.view(np.uint16), mask) == mask).any())
+    if key is not None:
+        if len(_finite_constants) > 4096:
+            _finite_constants.clear()
+        _finite_constants[key] = finite
+    return finite
+
+
+@limit(_rule)
+def fused_conv(p, x, weight, bias, stride, padding, dilation, groups, residual, activation, alpha, beta):
+    if not conv._empty(p):
+        eltwise = _eltwise(activation, alpha, beta)
+        if (eltwise is not None or activation == "none") and _has_plan(p, x, weight, bias, residual, eltwise) \
+                and all(_finite(a) for a in (x, weight, bias, residual)):
+            y = conv._conv(p, x, weight, bias, residual, eltwise)
+            if activation in BOUNDED or _finite(y):
+                return y
+        separate = SEPARATE.get(activation)
+        if separate is not None and (activation != "leaky_relu" or alpha != 0.0):
+            # the kernels one after another: each keeps polyeng's special values itself
+            y = conv._conv(p, x, weight, bias)
+            if residual is not None:
+                y = np.add(y, residual.reshape(y.shape), dtype=y.dtype)
+            return separate(y, alpha)
+    y = conv.empty_result(p, weight, bias) if conv._empty(p) else conv._conv(p, x, weight, bias)
+    if residual is None and p.activation_call is None:
+        return y
+    wide = y.dtype != F32   # BASIC computes 16-bit storage in f32
+    y = _fused.finish(p, y.astype(F32) if wide else y,
+                      residual.astype(F32) if wide and residual is not None else residual,
+                      basic_arithmetic, basic_activation, basic_clip)
+    return y.astype(p.dtype) if wide else y
+
+
+def _has_plan(p, x, weight, bias, residual, eltwise) -> bool:
+    """Whether oneDNN has a fast primitive for the convolution with these post-ops."""
+    try:
+        conv._plan(p, x, weight, bias is not None, residual is not None, eltwise)
+    except RuntimeError:
+        return False
+    return True
+
+
+fused_conv.note = note_for("weight")
+
+# the activations oneDNN's eltwise kernels (activation.py) compute as BASIC does, special values
+# included (leaky_relu with slope 0 excepted); "none" is the identity
+SEPARATE = {"none": lambda y, a: y,
+            "relu": lambda y, a: onednn_activation.relu(None, y),
+            "sigmoid": lambda y, a: onednn_activation.sigmoid(None, y),
+            "tanh": lambda y, a: onednn_activation.tanh(None, y),
+            "hardswish": lambda y, a: onednn_activation.hardswish(None, y),
+            "silu": lambda y, a: onednn_activation.silu(None, y),
+            "leaky_relu": lambda y, a: onednn_activation.leaky_relu(None, y, a)}
