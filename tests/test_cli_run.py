@@ -144,6 +144,8 @@ def files(tmp_path):
     ([ENCODER, "--engine", "cuda"], "'cuda' is not a registered engine"),
     ([ENCODER, "--repeat", "0"], "--repeat 0: expected a positive number"),
     ([ENCODER, "--json", "{tmp}/no/such/folder/out.json"], "does not exist"),
+    ([ENCODER, "--disable-fusions", "conv_relu"], "unknown fusion name(s) 'conv_relu'"),
+    ([ENCODER, "--profile", "--dask", "local:1"], "--profile times the nodes in this process"),
 ])
 def test_mistakes_are_one_line_errors_with_status_2(argv, message, files, capsys):
     argv = [a.replace("{tmp}", str(files)) for a in argv]
@@ -187,3 +189,24 @@ def test_a_progress_bar_on_a_terminal_only_when_the_runs_are_long(monkeypatch, l
     assert pipe.getvalue() == ""
     assert ("2/3 model.onnx" in terminal.getvalue()) is drawn
     assert terminal.getvalue().endswith("\r\x1b[K") is drawn   # the bar is cleared before the results
+
+
+def test_profile_prints_the_time_per_op_type_and_the_slowest_nodes(tmp_path, capsys):
+    report = run_json(tmp_path, ENCODER, "--profile", "--dim", "batch=2", "--dim", "seq=8")
+    found = report["profile"]
+    assert len(found["nodes"]) == report["graph"]["nodes"]
+    assert all(n["ms"] >= 0 and n["engine"] for n in found["nodes"])
+    ops = {o["op"]: o for o in found["ops"]}
+    assert ops["linear"]["count"] == 12
+    assert abs(sum(o["share"] for o in found["ops"]) - 1) < 1e-9
+    assert [o["ms"] for o in found["ops"]] == sorted((o["ms"] for o in found["ops"]), reverse=True)
+    assert found["run_ms"] > 0 and found["outside_ms"] >= 0
+    printed = capsys.readouterr().out
+    for text in ("profile: median run", "per op type:", "slowest 15 of", "linear"):
+        assert text in printed
+
+
+def test_disable_fusions_loads_the_model_without_them(tmp_path):
+    fused = run_json(tmp_path, ENCODER, "--dim", "batch=2", "--dim", "seq=8")
+    plain = run_json(tmp_path, ENCODER, "--dim", "batch=2", "--dim", "seq=8", "--disable-fusions", "all")
+    assert plain["graph"]["nodes"] > fused["graph"]["nodes"]   # linear and gelu written out again

@@ -13,17 +13,17 @@ import polyeng
 from . import BenchError
 
 
-def load_graph(path: str):
+def load_graph(path: str, disable_fusions=None):
     """``polyeng.onnx.load(path)``; every way a model can fail to load is a BenchError."""
     try:
         from .. import onnx as polyeng_onnx
-        return polyeng_onnx.load(path)
+        return polyeng_onnx.load(path, disable_fusions=disable_fusions)
     except FileNotFoundError:
         raise BenchError(f"{path}: no such file") from None
     except ImportError as exc:
         hint = "" if "polyeng[onnx]" in str(exc) else " (pip install 'polyeng[onnx]')"
         raise BenchError(f"{exc}{hint}") from None
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         text = str(exc)
         raise BenchError(text if text.startswith(path) else f"{path}: {text}") from None
 

@@ -145,6 +145,10 @@ def _add_run(sub) -> None:
                      help="also run onnxruntime (the ONNX reference evaluator without it) and print the largest "
                           "difference per output")
     run.add_argument("--repeat", type=int, default=10, help="timed runs after one warm-up (default 10)")
+    run.add_argument("--profile", action="store_true",
+                     help="also print the time per op type and the slowest nodes (medians over --repeat runs)")
+    run.add_argument("--disable-fusions", metavar="NAMES",
+                     help="load without these fusions (comma-separated names, or all; see polyeng.graph.fusions())")
     run.add_argument("--json", metavar="FILE", help="write everything printed, and each node's decision, as JSON")
     run.add_argument("--dask", metavar="SPEC",
                      help="split the batch over a dask cluster (needs polyeng[dask]): local:N starts N worker "

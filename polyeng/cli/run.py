@@ -183,8 +183,10 @@ def _fmt(x) -> str:
 def run_model(args, progress=None) -> tuple[dict, list[str]]:
     """The whole run as a JSON-ready dict, and the lines to print."""
     check_dask_flags(args)
+    if getattr(args, "profile", False) and args.dask is not None:
+        raise UsageError("--profile times the nodes in this process; it does not take --dask")
     scope = engine_scope(args.engine)
-    graph = load_graph(args.model)
+    graph = load_graph(args.model, getattr(args, "disable_fusions", None))
     given = load_inputs(args.input or [], graph)
     prepared = model_inputs(graph, given, parse_dims(args.dim or [], graph, given))
     dim = batch_dim(graph, prepared.arrays) if args.dask is not None else None
@@ -224,6 +226,12 @@ def run_model(args, progress=None) -> tuple[dict, list[str]]:
         over = f", each one dask.compute over {counted(report['dask']['workers'], 'worker')}"
     lines.append(f"time: median {timing['median_s'] * 1e3:.3f} ms over {args.repeat} runs{over} "
                  f"(first run {timing['first_s'] * 1e3:.1f} ms)")
+    if getattr(args, "profile", False):
+        with engine_scope(args.engine):
+            found = runnable.profile(*prepared.arrays, repeat=args.repeat)
+        report["profile"] = {"run_ms": found.run_ms, "outside_ms": found.outside_ms, "ops": found.ops,
+                             "nodes": found.nodes}
+        lines += found.table().splitlines()
     if args.compare:
         feed = {i["name"]: a for i, a in zip(prepared.described, prepared.arrays)}
         try:

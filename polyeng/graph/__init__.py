@@ -3,6 +3,7 @@ converted to mixed precision ahead of time (``polyeng.amp``), saved and loaded (
 from .graph import Graph
 from .ir import Node, Value
 from .deserialize import load
+from .fusing import fuse, fusions
 from .tracer import trace
 
-__all__ = ["Graph", "Node", "Value", "load", "trace"]
+__all__ = ["Graph", "Node", "Value", "load", "trace", "fuse", "fusions"]

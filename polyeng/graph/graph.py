@@ -120,6 +120,12 @@ class Graph:
         from .explain import explain_graph
         return explain_graph(self, self._bind(args, kwargs))
 
+    def profile(self, *args, repeat: int = 10, **kwargs):
+        """Where a run on these inputs spends its time, per node and per op type (a ``Profile``;
+        ``print`` it): one planning run, then ``repeat`` timed runs, medians per node."""
+        from .profile import profile_graph
+        return profile_graph(self, self._bind(args, kwargs), repeat)
+
     def _compiled(self):
         if self._program is None:
             from .runner import Program

@@ -66,4 +66,8 @@ def table(graph) -> str:
         cells = [c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]
         lines.append("  " + "  ".join(cells).rstrip())
     lines.append("  outputs: " + ", ".join(f"{v.name} {type_text(v.dtype, v.shape)}" for v in graph.outputs))
+    from .fusing import summary
+    fused = summary(graph)
+    if fused:
+        lines.append(f"  {fused} (POLYENG_DISABLE_FUSIONS=<names> turns them off)")
     return "\n".join(lines)

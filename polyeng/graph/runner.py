@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import time
 
 
 from ..engine import dispatch, mixed_precision, verbose
@@ -127,12 +128,13 @@ class Program:
             env[s] = value
         return env
 
-    def run(self, inputs: list, observe=None) -> list:
+    def run(self, inputs: list, observe=None, times=None) -> list:
         """The value environment after running every node on ``inputs`` (in graph.inputs order).
-        ``observe(step, kwargs)`` is called before each node runs (``graph.explain``)."""
-        return contextvars.copy_context().run(self._run, inputs, observe)
+        ``observe(step, kwargs)`` is called before each node runs (``graph.explain``); ``times``, a
+        list of one float per step, has each node's seconds added to it (``graph.profile``)."""
+        return contextvars.copy_context().run(self._run, inputs, observe, times)
 
-    def _run(self, inputs, observe):
+    def _run(self, inputs, observe, times=None):
         dispatch.ignore_fp_errors()   # once for every node of the run, in this run's own context
         reg = registry()
         engine = _device_engine(inputs, reg)
@@ -141,17 +143,17 @@ class Program:
         entries = self.plans.get(key) if key is not None else None
         if entries is not None:
             try:
-                self._walk(env, entries, reg, None)
+                self._walk(env, entries, reg, None, times=times)
                 return env
             except _Diverged as diverged:   # a host op's result differs from the planned one's: plan the rest
                 i = diverged.index
                 for s in self.released[i]:
                     env[s] = None
                 entries = entries[:i] + [_HostResult(diverged.signature)] + [_FIRST] * (len(self.steps) - i - 1)
-                self._walk(env, entries, reg, None, start=i + 1)
+                self._walk(env, entries, reg, None, start=i + 1, times=times)
         else:
             entries = [_FIRST] * len(self.steps)
-            self._walk(env, entries, reg, observe)
+            self._walk(env, entries, reg, observe, times=times)
         if key is not None:
             with self._lock:
                 if len(self.plans) >= MAX_PLANS:
@@ -159,7 +161,7 @@ class Program:
                 self.plans[key] = entries
         return env
 
-    def _walk(self, env, entries, reg, observe, start: int = 0):
+    def _walk(self, env, entries, reg, observe, start: int = 0, times=None):
         """Run every node from ``start`` in order: a planned node through its bound plan, a host op
         by calling it, any other node the ordinary way. A first run (entries ``_FIRST``) fills in
         each node's entry for the next run with this signature. A host op's result is the one value
@@ -167,7 +169,10 @@ class Program:
         a planned run checks it against the planned one's and raises ``_Diverged`` on a difference."""
         level = verbose.level()   # read once a run: no node changes it
         steps, released = self.steps, self.released
+        clock = time.perf_counter if times is not None else None
         for i in range(start, len(steps)):
+            if clock is not None:
+                began = clock()
             step, entry = steps[i], entries[i]
             if type(entry) is _Planned:   # planned: its bound plan, no validation
                 result = entry.execute(_arguments(entry.fixed, entry.simple, entry.nested, env), True, level)
@@ -194,6 +199,8 @@ class Program:
                     step.store(dispatch.run(step.spec, **kwargs), env)
             for s in released[i]:
                 env[s] = None
+            if clock is not None:
+                times[i] += clock() - began
 
     def _plan_and_run(self, step, kwargs, env, reg, level):
         """Run a node the ordinary way (validate, plan, execute) and return its planned entry, or

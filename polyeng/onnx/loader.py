@@ -16,7 +16,7 @@ from .fusion_graph import FusionGraph
 from .registry import fusions, supported_ops  # noqa: F401  (answered once the modules above registered)
 
 
-def load(model, base_dir=None, max_bytes=None) -> Graph:
+def load(model, base_dir=None, max_bytes=None, disable_fusions=None) -> Graph:
     """An ONNX model (a path, bytes or ``onnx.ModelProto``) as a polyeng ``Graph``.
 
     The graph takes the model's inputs positionally, in the model's order (initializers are not
@@ -29,7 +29,13 @@ def load(model, base_dir=None, max_bytes=None) -> Graph:
     is given; a model given as bytes or a ModelProto that names external data needs ``base_dir``
     (see ``polyeng.onnx.external_data``). No tensor made at load time may exceed ``max_bytes``
     (8 GiB by default; ``polyeng.onnx.budget``), checked before shape inference or folding runs.
+
+    Exporter idioms are recognised as one op as nodes are converted (``polyeng.onnx.fusions()``),
+    and the graph's fusions (``polyeng.graph.fusions()``) are applied to the result;
+    ``disable_fusions`` (names, or "all") turns some off, as ``POLYENG_DISABLE_FUSIONS`` does.
     """
+    from ..graph import fusing as graph_fusions
+    off = graph_fusions.disabled(disable_fusions)
     proto = onnx_model.read(model, base_dir)
     where = _where(model)
     opset = onnx_model.opset(proto)
@@ -61,7 +67,7 @@ def load(model, base_dir=None, max_bytes=None) -> Graph:
         n = OnnxNode(node, names[i], onnx_model.attributes(node, f"{where}: {node.op_type} {names[i]!r}"), b, opset)
         b.current = n
         try:
-            if not any(fuse(plan, i, n) for fuse in registry.patterns(node.domain, node.op_type)):
+            if not any(fuse(plan, i, n) for fuse in registry.patterns(node.domain, node.op_type, off)):
                 registry.find(node.domain, node.op_type, versions.get(node.domain, 0))(n)
         except (Unsupported, ValueError, TypeError) as exc:   # TypeError, ValueError: an op refusing arguments
             problems.append(f"{node.op_type} {names[i]!r}: {exc}")
@@ -80,9 +86,10 @@ def load(model, base_dir=None, max_bytes=None) -> Graph:
     types_used = {k: v for k, v in b.graph_types.items()
                   if k not in b.constants or k in constants}
     structure = outputs[0] if len(outputs) == 1 else tuple(outputs)
-    return Graph(inputs=[_value(v, b) for v in inputs], input_structure=(tuple(Ref(v.name) for v in inputs), {}),
-                 input_names=[v.name for v in inputs], nodes=nodes, constants=constants, output_structure=structure,
-                 types=types_used, fn_name=g.name or "model", leading_free=False)
+    graph = Graph(inputs=[_value(v, b) for v in inputs], input_structure=(tuple(Ref(v.name) for v in inputs), {}),
+                  input_names=[v.name for v in inputs], nodes=nodes, constants=constants, output_structure=structure,
+                  types=types_used, fn_name=g.name or "model", leading_free=False)
+    return graph_fusions.fuse(graph, off)
 
 
 def _stand_in(n) -> None:

@@ -110,9 +110,11 @@ def find(domain: str, op_type: str, opset: int) -> Callable:
     raise Unsupported(f"polyeng converts {op_type} at opsets {spans}, not at the model's opset {opset}")
 
 
-def patterns(domain: str, op_type: str) -> list:
-    """The fusions to try on a node of ``op_type``, in order."""
-    return [p.function for p in _patterns.get((_domain(domain), op_type), ())]
+def patterns(domain: str, op_type: str, disabled=frozenset()) -> list:
+    """The fusions to try on a node of ``op_type``, in order, less those ``disabled`` names (or "all")."""
+    if "all" in disabled:
+        return []
+    return [p.function for p in _patterns.get((_domain(domain), op_type), ()) if p.name not in disabled]
 
 
 def fusions() -> dict:

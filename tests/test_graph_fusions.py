@@ -1,0 +1,183 @@
+"""Graph fusions (polyeng.graph.fuse): which nodes become fused_conv, that the fused graph gives the
+unfused graph's results on every engine (special values included), and turning fusions off."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.graph import fuse, fusions, trace
+from polyeng.ops.fused import fused_conv
+
+ENGINES = [e.name for e in polyeng.engines() if e.available]
+RNG = np.random.default_rng(7)
+
+
+def _weights(cout, cin, k):
+    w = RNG.standard_normal((cout, cin, k, k)).astype(np.float32) * 0.3
+    b = RNG.standard_normal(cout).astype(np.float32)
+    return w, b
+
+
+W1, B1 = _weights(6, 6, 3)
+W2, B2 = _weights(6, 6, 1)
+
+
+def block(x):
+    """A ResNet basic block: conv, relu, conv, add the input, relu; then a pointwise conv and hardswish."""
+    y = polyeng.relu(polyeng.conv2d(x, W1, B1, padding=1))
+    y = polyeng.relu(polyeng.add(polyeng.conv2d(y, W1, B1, padding=1), x))
+    return polyeng.hardswish(polyeng.conv2d(y, W2, B2))
+
+
+def _traced():
+    return trace(block, RNG.standard_normal((2, 6, 7, 5)).astype(np.float32))
+
+
+def test_fusions_are_listed_in_order():
+    assert list(fusions()) == ["conv_residual", "conv_activation"]
+    assert all(isinstance(text, str) and "fused_conv" in text for text in fusions().values())
+
+
+def test_block_becomes_three_fused_convolutions():
+    g = _traced()
+    f = fuse(g)
+    assert [n.op for n in g.nodes].count("conv2d") == 3 and len(g.nodes) == 7
+    assert [n.op for n in f.nodes] == ["fused_conv"] * 3
+    first, second, third = f.nodes
+    assert first.args["activation"] == "relu" and first.args["residual"] is None
+    assert second.args["activation"] == "relu" and second.args["residual"] is not None
+    assert third.args["activation"] == "hardswish"
+    assert second.meta["fusions"] == ["conv_residual", "conv_activation"]
+    assert len(second.meta["fused"]) == 3
+    assert "fused: conv_activation x3, conv_residual x1" in str(f) or \
+        "fused: conv_residual x1, conv_activation x3" in str(f)
+    assert fuse(f) is f   # nothing left to fuse
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("special", [False, True])
+def test_fused_graph_gives_the_unfused_results(engine, special):
+    g = _traced()
+    f = fuse(g)
+    x = RNG.standard_normal((3, 6, 7, 5)).astype(np.float32)
+    if special:
+        x[0, 1, 2, 3], x[1, 0, 0, 0], x[2, 5, 6, 4] = np.nan, np.inf, -np.inf
+    with polyeng.compute_eng(engine, fallback=False), warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("error")   # each engine runs its own fused_conv
+        want = polyeng.to_numpy(g(x))
+        got = polyeng.to_numpy(f(x))
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
+
+
+def test_a_value_read_twice_or_returned_is_not_swallowed():
+    def twice(x):
+        y = polyeng.conv2d(x, W2, B2)
+        return polyeng.add(polyeng.relu(y), y)
+
+    def returned(x):
+        y = polyeng.conv2d(x, W2, B2)
+        return y, polyeng.relu(y)
+    x = RNG.standard_normal((1, 6, 4, 4)).astype(np.float32)
+    for fn in (twice, returned):
+        g = trace(fn, x)
+        assert fuse(g) is g
+
+
+def test_a_broadcast_add_is_not_a_residual():
+    bias = RNG.standard_normal((1, 6, 1, 1)).astype(np.float32)
+
+    def broadcast(x, b):
+        return polyeng.add(polyeng.conv2d(x, W2, B2), b)
+    g = trace(broadcast, RNG.standard_normal((1, 6, 4, 4)).astype(np.float32), bias)
+    assert fuse(g) is g
+
+
+def test_fusions_turn_off_by_name(monkeypatch):
+    g = _traced()
+    only_residual = fuse(g, disable=("conv_activation",))
+    assert [n.op for n in only_residual.nodes] == ["conv2d", "relu", "fused_conv", "relu", "conv2d", "hardswish"]
+    assert fuse(g, disable="all") is g
+    monkeypatch.setenv("POLYENG_DISABLE_FUSIONS", "conv_residual, conv_activation")
+    assert fuse(g) is g
+    monkeypatch.setenv("POLYENG_DISABLE_FUSIONS", "")
+    with pytest.raises(ValueError, match="unknown fusion name.*'conv_relu'"):
+        fuse(g, disable=["conv_relu"])
+    with pytest.raises(TypeError, match="fusion names"):
+        fuse(g, disable=[3])
+
+
+def test_fused_graph_saves_and_loads(tmp_path):
+    f = fuse(_traced())
+    path = tmp_path / "fused.json"
+    f.save(path)
+    back = polyeng.graph.load(path)
+    x = RNG.standard_normal((2, 6, 7, 5)).astype(np.float32)
+    np.testing.assert_array_equal(polyeng.to_numpy(back(x)), polyeng.to_numpy(f(x)))
+    assert [n.meta["fusions"] for n in back.nodes] == [n.meta["fusions"] for n in f.nodes]
+
+
+def test_onnx_loader_fuses_and_turns_off(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(W1, "w")
+    b = numpy_helper.from_array(B1, "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "x"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 6, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 6, 5, 5])], [w, b])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "block.onnx"
+    onnx.save(model, path)
+    fused = polyeng.onnx.load(str(path))
+    plain = polyeng.onnx.load(str(path), disable_fusions="conv_residual,conv_activation")
+    assert [n.op for n in fused.nodes] == ["fused_conv"]
+    assert [n.op for n in plain.nodes] == ["conv2d", "add", "relu"]
+    x = RNG.standard_normal((3, 6, 5, 5)).astype(np.float32)
+    np.testing.assert_allclose(fused(x), plain(x), rtol=1e-5, atol=1e-5)
+
+
+def test_fused_conv_checks_its_arguments():
+    x = np.zeros((1, 2, 4, 4), np.float32)
+    w = np.zeros((3, 2, 1, 1), np.float32)
+    with pytest.raises(ValueError, match="activation='swish'"):
+        fused_conv(x, w, activation="swish")
+    with pytest.raises(ValueError, match="residual has shape \\(1, 3, 4, 5\\)"):
+        fused_conv(x, w, residual=np.zeros((1, 3, 4, 5), np.float32))
+    with pytest.raises(TypeError, match="residual has dtype float64"):
+        fused_conv(x, w, residual=np.zeros((1, 3, 4, 4)))
+    with pytest.raises(ValueError, match="alpha <= beta"):
+        fused_conv(x, w, activation="clip", alpha=1.0, beta=0.0)
+    with pytest.raises(TypeError, match="alpha='a'"):
+        fused_conv(x, w, activation="leaky_relu", alpha="a")
+    with pytest.raises(ValueError, match="weight has shape"):
+        fused_conv(x, np.zeros((3, 3, 1, 1), np.float32))
+
+
+def test_profile_times_every_node():
+    f = fuse(_traced())
+    x = RNG.standard_normal((2, 6, 7, 5)).astype(np.float32)
+    found = f.profile(x, repeat=3)
+    assert [n["name"] for n in found.nodes] == [n.name for n in f.nodes]
+    assert [o["op"] for o in found.ops] == ["fused_conv"] and found.ops[0]["count"] == 3
+    assert found.repeat == 3 and found.run_ms > 0
+    assert "per op type:" in str(found) and "fused_conv" in str(found)
+    with pytest.raises(ValueError, match="repeat=0"):
+        f.profile(x, repeat=0)
+
+
+def test_fused_conv_takes_dask_arrays():
+    da = pytest.importorskip("dask.array")
+    x = RNG.standard_normal((6, 6, 7, 5)).astype(np.float32)
+    r = RNG.standard_normal((6, 6, 7, 5)).astype(np.float32)
+    lazy = fused_conv(da.from_array(x, chunks=(2, 3, 4, 5)), W1, B1, padding=1, residual=da.from_array(r, chunks=3),
+                      activation="relu")
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(), fused_conv(x, W1, B1, padding=1, residual=r, activation="relu"),
+                               rtol=1e-6, atol=1e-6)
