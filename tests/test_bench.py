@@ -295,3 +295,21 @@ def test_models_bad_options_are_one_line_errors(argv, message, capsys):
     assert main(MODELS + argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("polyeng bench: error: ") and message in err and err.count("\n") == 1
+
+
+def test_torch_loaded_by_the_bench_leaves_numba_its_omp_layer():
+    """The bench imports torch with OMP_WAIT_POLICY=PASSIVE, so numba's pool may share that libgomp
+    (the workqueue layer it would otherwise take wakes a worker on every launch: 8x a small op)."""
+    pytest.importorskip("torch")
+    import subprocess
+    code = ("from polyeng.bench.runtimes import load_torch\n"
+            "import sys; assert load_torch(True) is not None\n"
+            "import numpy as np, polyeng, numba\n"
+            "with polyeng.compute_eng('numba', fallback=False):\n"
+            "    polyeng.layer_norm(np.ones((4, 8), np.float32), (8,))\n"
+            "print(numba.threading_layer(), polyeng.engine.threads.policy()['pools']['numba']['wait'])\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    layer, wait = done.stdout.strip().split(" ", 1)
+    assert layer == "omp" and "PASSIVE" in wait, done.stdout

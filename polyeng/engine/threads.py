@@ -144,6 +144,21 @@ def _others_running(loadavg: str = "/proc/loadavg", tasks: str = "/proc/self/tas
 
 # --- what the engines report ------------------------------------------------------------------------
 
+_libgomp = {"passive": False}
+
+
+def note_passive_libgomp() -> None:
+    """Say that the GNU OpenMP runtime now loaded was loaded with ``OMP_WAIT_POLICY=PASSIVE`` (a
+    library imported under that setting, as ``polyeng bench`` imports torch): numba's pool may then
+    share it (its omp layer) without workers spinning, instead of taking the workqueue layer, whose
+    every launch wakes a worker (8x the time of a small layer_norm)."""
+    _libgomp["passive"] = True
+
+
+def libgomp_known_passive() -> bool:
+    return _libgomp["passive"]
+
+
 def record_pool(name: str, facts: dict) -> None:
     """An engine's pool, as it was started under this policy (``policy()`` shows it)."""
     _pool[name] = dict(facts)

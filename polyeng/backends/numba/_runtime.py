@@ -34,7 +34,7 @@ from numba import get_num_threads, set_num_threads
 from numba.core.errors import NumbaIRAssumptionWarning
 
 from ...engine.signal_safe import settle
-from ...engine.threads import available_cores, record_pool, threads_now
+from ...engine.threads import available_cores, libgomp_known_passive, record_pool, threads_now
 
 FASTMATH = {"reassoc", "contract"}
 launch_lock = threading.Lock()
@@ -157,7 +157,7 @@ def start_pool() -> dict:
                 if k in os.environ}
         started_before = bool(getattr(parallel, "_is_initialized", False))
         # libgomp that polyeng's oneDNN engine loaded with OMP_WAIT_POLICY=PASSIVE is of known policy
-        preloaded = _libgomp_loaded() and not _passive_libgomp_loaded_by_onednn()
+        preloaded = _libgomp_loaded() and not _passive_libgomp_loaded_by_onednn() and not libgomp_known_passive()
         set_passive = False
         if not started_before:
             if "NUMBA_NUM_THREADS" not in user:   # numba's default is every core of the machine
