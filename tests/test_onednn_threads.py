@@ -94,3 +94,34 @@ def test_one_primitive_run_from_several_threads_at_once_gives_every_thread_its_p
     for t in threads:
         t.join()
     assert wrong == []
+
+
+@pytest.mark.skipif(available_cores() < 2, reason="needs 2 usable cores: a primitive made for 1 thread has no variant")
+def test_a_run_on_fewer_threads_takes_a_primitive_made_for_them():
+    """Some implementations (the gemm convolution, reorders) start every thread they were made for
+    whatever the count in force: a run on fewer threads (small work, a busy machine) takes a variant
+    made for that count, when oneDNN chose the same implementation and layouts for it."""
+    from polyeng.backends.onednn import _primitive
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 16, 16, 16)).astype(np.float32)
+    w = rng.standard_normal((72, 16, 1, 1)).astype(np.float32)
+    with polyeng.compute_eng("basic"):
+        want = polyeng.conv2d(x, w)
+    _primitive.cache.clear()
+    with polyeng.compute_eng("onednn", fallback=False), polyeng.num_threads(1):
+        got = polyeng.conv2d(x, w)
+    made = []
+    for item in _primitive.cache._items.values():   # a convolution's plan holds its primitive and reorders
+        made += [p for p in [item, getattr(item, "prim", None), *getattr(item, "steps", {}).values()]
+                 if isinstance(p, _primitive.Primitive)]
+    assert made and all(p.threads >= 2 for p in made)
+    variants = [p._variants[1] for p in made if 1 in p._variants]
+    assert variants and any(v is not None for v in variants)
+    assert all(v[0] != p.handle for p in made for v in [p._variants.get(1)] if v is not None)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    _primitive.use_variants = False
+    try:
+        with polyeng.compute_eng("onednn", fallback=False), polyeng.num_threads(1):
+            np.testing.assert_array_equal(polyeng.conv2d(x, w), got)   # the same bits either way
+    finally:
+        _primitive.use_variants = True

@@ -156,8 +156,13 @@ class Primitive:
 
     def _made(self, make_pd, keep, is_reorder):
         # oneDNN sizes a primitive's scratch and work split for the OpenMP threads in force when it
-        # is created, and must not run on more: create with the most it will ever be given
+        # is created, and must not run on more: create with the most it will ever be given. Some
+        # implementations (the gemm convolution, reorders) also start that many threads on every
+        # run whatever the count in force, so a run on fewer threads takes a variant made for them
+        # (``_variant``)
         self.threads = creation_threads()
+        self._make_pd = make_pd
+        self._variants: dict = {}      # threads -> (handle, pd, scratch bytes), or None where it differs
         self.pd = make_pd()
         try:
             self.handle = new("dnnl_primitive_create", self.pd)
@@ -192,9 +197,17 @@ class Primitive:
     def run(self, args: dict, threads: int) -> None:
         """Execute with ``args``: ``DNNL_ARG_*`` -> numpy array laid out as the primitive's descriptor
         of that argument says (the caller made it so). Blocks until done."""
-        if self.scratch:   # user-managed scratchpad: this thread's own buffer
+        n = min(threads, self.threads)
+        handle, scratch = self.handle, self.scratch
+        if n != self.threads and use_variants:
+            variant = self._variants.get(n, _MISSING)
+            if variant is _MISSING:
+                variant = self._variant(n, args)
+            if variant is not None:
+                handle, _, scratch = variant
+        if scratch:   # user-managed scratchpad: this thread's own buffer
             args = dict(args)
-            args[C.ARG_SCRATCHPAD] = scratch_buffer(self.scratch)
+            args[C.ARG_SCRATCHPAD] = scratch_buffer(scratch)
         count = len(args)
         packed = (ExecArg * count)()
         l = lib()
@@ -212,9 +225,9 @@ class Primitive:
                         fresh.append(memory)
                 l.dnnl_memory_set_data_handle(memory, array.ctypes.data)
                 packed[i].arg, packed[i].memory = arg, memory
-            set_threads(min(threads, self.threads))
+            set_threads(n)
             s = stream()
-            status = l.dnnl_primitive_execute(self.handle, s, count, packed)
+            status = l.dnnl_primitive_execute(handle, s, count, packed)
             if status != C.SUCCESS:
                 raise OneDNNError("primitive execution", status)
             l.dnnl_stream_wait(s)
@@ -226,17 +239,54 @@ class Primitive:
             for memory in fresh:
                 l.dnnl_memory_destroy(memory)
 
+    def _variant(self, n: int, args: dict):
+        """The primitive made for ``n`` threads, when oneDNN chose the same implementation and the
+        same layout of every argument in ``args`` for it (the memory objects, and weights packed for
+        this primitive, then serve both), else None (this one runs, on at most ``n`` threads)."""
+        with _variants_lock:
+            if n in self._variants:
+                return self._variants[n]
+            found, pd = None, None
+            l = lib()
+            try:
+                set_threads(n)
+                pd = self._make_pd()
+                text = ctypes.c_char_p()
+                call("dnnl_primitive_desc_query", pd, C.QUERY_IMPL_INFO_STR, 0, ctypes.byref(text))
+                same = (text.value or b"").decode() == self.impl and all(
+                    l.dnnl_memory_desc_equal(l.dnnl_primitive_desc_query_md(pd, C.QUERY_EXEC_ARG_MD, arg),
+                                             l.dnnl_primitive_desc_query_md(self.pd, C.QUERY_EXEC_ARG_MD, arg))
+                    for arg in args)
+                if same:
+                    handle = new("dnnl_primitive_create", pd)
+                    scratch = l.dnnl_memory_desc_get_size(l.dnnl_primitive_desc_query_md(pd, C.QUERY_SCRATCHPAD_MD, 0))
+                    found, pd = (handle, pd, scratch), None
+            except Exception:   # no variant: this primitive serves
+                found = None
+            finally:
+                if pd is not None:
+                    l.dnnl_primitive_desc_destroy(pd)
+            self._variants[n] = found
+            return found
+
     def __del__(self):
         try:
             l = lib()
             for memory in self._memories.values():
                 l.dnnl_memory_destroy(memory)
+            for variant in self.__dict__.get("_variants", {}).values():
+                if variant is not None:
+                    l.dnnl_primitive_destroy(variant[0])
+                    l.dnnl_primitive_desc_destroy(variant[1])
             l.dnnl_primitive_destroy(self.handle)
             l.dnnl_primitive_desc_destroy(self.pd)
         except Exception:
             pass
 
 
+_MISSING = object()
+use_variants = True   # runs on fewer threads than a primitive was made for take a variant made for them
+_variants_lock = threading.Lock()
 _default_attr: list = []
 _scratch = threading.local()
 
