@@ -77,6 +77,10 @@ def report() -> str:
                                      if blas else "not driven (not an OpenBLAS with its own threads)"),
             f"  now:            {threads['threads_now']} threads for a parallel kernel "
             f"(fewer while other processes keep cores busy)"]
+    from ..engine import memory
+    kept = memory.keep_freed_memory()   # what a graph's first run does
+    out += ["", "memory:", "  freed memory:   " + ("kept for the next run; " if kept["kept"] else "given back (") + kept["why"]
+            + ("" if kept["kept"] else ")")]
     return "\n".join(out)
 
 

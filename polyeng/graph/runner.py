@@ -26,7 +26,7 @@ import threading
 import time
 
 
-from ..engine import dispatch, mixed_precision, verbose
+from ..engine import dispatch, memory, mixed_precision, verbose
 from ..engine import fpmath
 from ..engine.call import map_arrays
 from ..engine.plan_cache import _Uncacheable, _signature
@@ -135,6 +135,7 @@ class Program:
         return contextvars.copy_context().run(self._run, inputs, observe, times)
 
     def _run(self, inputs, observe, times=None):
+        memory.keep_freed_memory()   # once per process: the next run reuses this run's pages
         dispatch.ignore_fp_errors()   # once for every node of the run, in this run's own context
         reg = registry()
         engine = _device_engine(inputs, reg)

@@ -1,0 +1,48 @@
+"""Freed memory kept for the next graph run (polyeng.engine.memory): after the first run, runs
+reuse the pages the last one freed instead of faulting fresh ones in, and the setting can be
+turned off. Page faults are counted, not timed."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+CODE = """
+import json, resource, numpy as np, polyeng
+from polyeng.engine import memory
+w = np.full((512, 512), 1e-3, np.float32)
+def net(x):
+    for _ in range(6):   # 8 MiB temporaries, each freed after the next node
+        x = polyeng.relu(polyeng.matmul(x, w))
+    return polyeng.mean(x, axis=1)
+x = np.ones((4096, 512), np.float32)
+g = polyeng.graph.trace(net, x)
+first = g(x)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(5):
+    again = g(x)
+faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5
+print(json.dumps({"faults": faults, "state": memory.state(), "same": bool(np.array_equal(first, again))}))
+"""
+
+
+def run(env_value):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env.pop("POLYENG_KEEP_FREED_MEMORY", None)
+    if env_value is not None:
+        env["POLYENG_KEEP_FREED_MEMORY"] = env_value
+    done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
+def test_runs_reuse_freed_pages_unless_turned_off():
+    kept, given_back = run(None), run("0")
+    assert kept["state"]["kept"] and "32 MiB" in kept["state"]["why"]
+    assert given_back["state"] == {"kept": False, "why": "POLYENG_KEEP_FREED_MEMORY=0"}
+    assert kept["same"] and given_back["same"]
+    # without the setting each run faults pages in afresh (1,000 per run measured here)
+    assert given_back["faults"] > 300, given_back
+    assert kept["faults"] < given_back["faults"] / 10, (kept, given_back)
