@@ -73,7 +73,9 @@ def test_select_bad_arguments():
 @pytest.mark.parametrize("cond_shape,then_shape,else_shape", [
     ((2, 3, 4), (2, 3, 4), (2, 3, 4)), ((3, 1), (2, 3, 4), (4,)), ((4,), (2, 1, 4), (3, 1)),
     ((), (5,), ()), ((1, 1), (1, 7), (3, 1)), ((2, 1, 1), (2, 3, 4), (1,)), ((), (), ()),
-    ((1, 3, 1, 5), (2, 3, 4, 5), (2, 1, 4, 1))])
+    ((1, 3, 1, 5), (2, 3, 4, 5), (2, 1, 4, 1)),
+    # one value for a branch (an attention mask's fill), cond full or broadcast along rows
+    ((2, 3, 40), (1,), (2, 3, 40)), ((2, 3, 40), (2, 3, 40), (1,)), ((2, 1, 40), (1,), (2, 3, 40))])
 def test_select_broadcasting(engine, cond_shape, then_shape, else_shape):
     rng = np.random.default_rng(8)
     cond = rng.random(cond_shape) > 0.5
