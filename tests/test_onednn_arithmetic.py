@@ -4,7 +4,7 @@ oneDNN takes (that module's property tests run with fallback=False, where a call
 down, an integer or f64 one, is an error rather than an expected failure)."""
 import numpy as np
 import pytest
-from hypothesis import assume, given, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import polyeng
@@ -30,14 +30,25 @@ def engine_of(op, *args, **kwargs):
         return polyeng.explain(op, *args, **kwargs).engine
 
 
-@pytest.mark.parametrize("dtype", [np.float32, dt.bfloat16])
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
-def test_float_calls_are_taken(op, dtype):
+def test_float_calls_are_taken(op):
+    dtype = np.float32
     x = np.ones((4, 8, 5), dtype)
     for b in (x, x[:1], x[0, :, :1], np.ones(5, dtype), 2.0):
         assert engine_of(op, x, b) == "onednn"
     assert engine_of(op, x[:, :1], x) == "onednn"   # a broadcast src0
     assert engine_of(op, 3.0, x) == "onednn"
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_bf16_arithmetic_is_turned_down_for_its_subnormals(op):
+    """oneDNN reads and writes bf16 subnormals as zero: bf16(1.18e-38) / 2 gave 0, numpy 5.9e-39."""
+    x = np.array([1.1754944e-38, 3.0], dt.bfloat16)
+    with polyeng.compute_eng("onednn"):
+        decision = polyeng.explain(op, x, np.array([2.0, 2.0], dt.bfloat16))
+    assert decision.engine != "onednn"
+    reason = next(c.reason for c in decision.candidates if c.engine == "onednn")
+    assert "flushes subnormals" in reason
 
 
 @pytest.mark.parametrize("dtype", [np.float32, dt.bfloat16])
@@ -62,7 +73,7 @@ def float_pairs(draw):
     """test_op_arithmetic's array pairs, both operands of one dtype oneDNN takes."""
     shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, min_side=0,
                                                     max_side=4)).input_shapes
-    dtype = draw(st.sampled_from([np.dtype(np.float32), dt.bfloat16]))
+    dtype = np.dtype(np.float32)   # bf16 is turned down (test_bf16_arithmetic_is_turned_down_...)
     return (draw(st.sampled_from(OPS)), laid_out(draw, draw(values(dtype, shapes[0]))),
             laid_out(draw, draw(values(dtype, shapes[1]))))
 
@@ -75,11 +86,11 @@ def test_arrays_compute_as_numpy(case):
     assert_same(got, numpy_values(op, a, b, a.dtype))
 
 
-@SETTINGS
+@settings(SETTINGS, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(case=array_scalar_cases())
 def test_python_scalars_compute_as_numpy(case):
     op, array, scalar, scalar_first = case
-    assume(array.dtype in (np.dtype(np.float32), dt.bfloat16))
+    assume(array.dtype == np.dtype(np.float32))
     args = (scalar, array) if scalar_first else (array, scalar)
     with np.errstate(all="ignore"):
         weak = np.asarray(scalar, array.dtype)

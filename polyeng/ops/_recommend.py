@@ -106,6 +106,13 @@ def output_below(max_elements: int):
     return condition
 
 
+def between(min_elements: int, max_elements: int):
+    def condition(call):
+        return min_elements <= elements(call) < max_elements
+    condition.__doc__ = f"from {min_elements} to below {max_elements} elements"
+    return condition
+
+
 def always(call):
     """at every size"""
     return True

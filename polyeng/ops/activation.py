@@ -120,28 +120,31 @@ def _validate_leaky_relu(x, negative_slope):
     return {"x": x, "negative_slope": _real(negative_slope, "negative_slope")}
 
 
-def _spec(name, function, validate, category=Category.FOLLOW, min_elements=512, **catalogue):
+def _spec(name, function, validate, category=Category.FOLLOW, min_elements=512, onednn_from=None, **catalogue):
     recommend = _recommend.jit_from(min_elements)
-    if not catalogue.get("ufuncs"):
-        # ONEDNN below 2**20 elements (the vision models' activations ran 3-4x faster there); the ops
-        # that are numpy ufuncs keep numpy's bits on small calls, as traced numpy code expects
-        recommend = _recommend.onednn_if(_recommend.below(1 << 20), recommend)
+    if onednn_from is not None:
+        # ONEDNN from ``onednn_from`` to 2**20 elements, where it beat both (measured on 2 cores,
+        # direct calls interleaved: relu 1.25-1.5x BASIC from 2**18, 0.34-0.85x below; sigmoid
+        # 1.26-1.47x from 2**17; silu 1.04-1.11x from 2**17; hardswish 1.15-5.3x from 2**14; gelu
+        # 1.4-1.6x NUMBA from 2**16); smaller calls cost less on numpy. The ops that are numpy
+        # ufuncs keep numpy's bits on small calls, as traced numpy code expects
+        recommend = _recommend.onednn_if(_recommend.between(onednn_from, 1 << 20), recommend)
     return OpSpec(name=name, function=function, validate=validate, category=category, chunking="elementwise",
                   prepare=check.like_input, recommend=recommend, preference=_recommend.PREFERENCE, **catalogue)
 
 
 # gelu's exact form is 3.5x BASIC's erf loop at 512 elements, the tanh form within 10%
-GELU = _spec("gelu", gelu, _validate_gelu,
+GELU = _spec("gelu", gelu, _validate_gelu, onednn_from=1 << 14,
              example=lambda t, rng: ((t(6, 31),), {"approximate": "none"}),
              warmup=lambda t, rng: [((t(6, 31),), {"approximate": "tanh"})],
              zero_size=lambda z: ((z(0),), {}, (0,)), tolerance=8)
 # thresholds: where NUMBA overtook BASIC on f32 (NUMBA/BASIC speed just above and below)
 # 1.36x at 2**15, 0.97x at 2**14
-RELU = _spec("relu", relu, _validate_relu, min_elements=1 << 15,
+RELU = _spec("relu", relu, _validate_relu, min_elements=1 << 15, onednn_from=1 << 18,
              example=lambda t, rng: ((t(6, 31),), {}),
              zero_size=lambda z: ((z(0, 3),), {}, (0, 3)))
 # 1.04x, 0.89x
-SIGMOID = _spec("sigmoid", sigmoid, _float_validator("sigmoid"), min_elements=1 << 13,
+SIGMOID = _spec("sigmoid", sigmoid, _float_validator("sigmoid"), min_elements=1 << 13, onednn_from=1 << 17,
                 example=lambda t, rng: ((t(6, 31),), {}),
                 zero_size=lambda z: ((z(2, 0),), {}, (2, 0)))
 # 1.41x, 0.81x (numpy's is SIMD)
@@ -163,7 +166,7 @@ ERF = _spec("erf", erf, _float_validator("erf"), Category.DENY, min_elements=64,
 # The thresholds below were measured as those above, on 2 cores with one kept busy by another
 # process (NUMBA's parallel launch from 2**16 elements then often got one thread).
 # 1.04x at 2**12, 0.89x at 2**11
-HARDSWISH = _spec("hardswish", hardswish, _float_validator("hardswish"), min_elements=1 << 12,
+HARDSWISH = _spec("hardswish", hardswish, _float_validator("hardswish"), min_elements=1 << 12, onednn_from=1 << 14,
                   example=lambda t, rng: ((t(6, 31) * 3,), {}),
                   zero_size=lambda z: ((z(0, 3),), {}, (0, 3)))
 # 1.19x at 2**13, 0.93x at 2**12
@@ -171,11 +174,11 @@ HARDSIGMOID = _spec("hardsigmoid", hardsigmoid, _float_validator("hardsigmoid"),
                     example=lambda t, rng: ((t(6, 31) * 3,), {}),
                     zero_size=lambda z: ((z(2, 0),), {}, (2, 0)))
 # 1.03x at 2**17, 0.69x at 2**16 (numpy's exp is SIMD: NUMBA wins by its threads)
-SILU = _spec("silu", silu, _float_validator("silu"), min_elements=1 << 17,
+SILU = _spec("silu", silu, _float_validator("silu"), min_elements=1 << 17, onednn_from=1 << 17,
              example=lambda t, rng: ((t(6, 31),), {}),
              zero_size=lambda z: ((z(0),), {}, (0,)))
 # 1.26x at 2**13, 0.93x at 2**12
-LEAKY_RELU = _spec("leaky_relu", leaky_relu, _validate_leaky_relu, min_elements=1 << 13,
+LEAKY_RELU = _spec("leaky_relu", leaky_relu, _validate_leaky_relu, min_elements=1 << 13, onednn_from=1 << 18,
                    example=lambda t, rng: ((t(6, 31),), {"negative_slope": 0.2}),
                    zero_size=lambda z: ((z(0, 4),), {"negative_slope": 0.1}, (0, 4)))
 # NUMBA/BASIC 0.4x at every size from 2**10 to 2**20 elements (numpy's AVX-512 logf is 2.3x NUMBA's

@@ -157,7 +157,9 @@ def _spec(name, function, validate, names, min_elements, category=Category.FOLLO
                                               f"{names[1]} {check.shape_str(second.shape)}")
         return Prepared(shape, dtype)
     return OpSpec(name=name, function=function, validate=validate, prepare=prepare, category=category,
-                  recommend=_recommend.onednn_if(_recommend.below(1 << 20), _recommend.jit_from(min_elements)),
+                  # not ONEDNN: its binary primitive ran at 0.3-0.7x numpy's add and mul from 2**10 to
+                  # 2**19 elements (direct calls, 2 cores), broadcasts included
+                  recommend=_recommend.jit_from(min_elements),
                   preference=_recommend.PREFERENCE,
                   chunking="elementwise", **catalogue)
 

@@ -1,7 +1,8 @@
 """add, sub, mul and div on oneDNN's binary primitive, with numpy broadcasting.
 
-Operands of one float type, the result's (f32 or bf16; f16 where this CPU has a kernel): a bf16
-result is computed in f32 and rounded once, as BASIC's. Integer arithmetic (numpy wraps around,
+Operands of one float type, the result's (f32; f16 where this CPU has a kernel). bf16 is turned
+down: oneDNN reads and writes bf16 subnormals as zero (the conversion instruction's rule), so
+``bf16(1.18e-38) / 2`` gave 0 where numpy's arithmetic, exact for these ops, gives 5.9e-39. Integer arithmetic (numpy wraps around,
 oneDNN saturates) and mixed dtypes stay elsewhere. oneDNN broadcasts src1's dimensions of size 1
 only, so src0 is the operand of the result's shape: ``b`` for add and mul when ``a`` broadcasts
 (IEEE's + and * commute), else ``a`` made full (a copy) when it broadcasts (eltwise LINEAR's
@@ -64,6 +65,8 @@ def _rule(call):
         odd = sorted(str(k) for k in kinds - set(FLOATS))
         return f"oneDNN's binary {call.op} here takes float operands (numpy's integer arithmetic wraps, " \
                f"oneDNN's saturates), not {', '.join(odd)}"
+    if np.dtype(p.dtype) == dt.bfloat16:
+        return f"oneDNN's bf16 {call.op} flushes subnormals to zero (numpy's keeps them)"
     if len(kinds) > 1:
         return f"oneDNN's binary {call.op} here takes operands of the result's dtype; got " \
                f"{a.dtype} and {b.dtype} for {np.dtype(p.dtype)}"
