@@ -9,8 +9,11 @@ residual, relu after a residual gave NaN for numbers, and hardswish differed on 
 the fused primitive runs only when every operand is finite (then the convolution has no NaN), and
 its result is checked when an infinity could have reached the activation (an overflow; bounded
 activations need no check). Otherwise, and for gelu (whose post-op overflows near the f32
-maximum), and where oneDNN has only reference code for the post-ops, the convolution runs alone
-on oneDNN and the residual and activation follow with BASIC's kernels. A constant's finiteness is read once; the others cost one read of each operand.
+maximum), and where oneDNN has no fast code for the post-ops (the gemm pointwise convolution applies
+an eltwise post-op in a slower pass of its own), the convolution runs alone on oneDNN, the residual
+is added by numpy and the activation runs on its own kernel (oneDNN's eltwise, which keeps the
+special values itself, or BASIC's numpy for hardsigmoid and clip). The path is decided on a call
+signature's first call. A constant's finiteness is read once; the others cost one read of each operand.
 """
 from __future__ import annotations
 
@@ -94,20 +97,16 @@ def _finite(a) -> bool:
 
 @limit(_rule)
 def fused_conv(p, x, weight, bias, stride, padding, dilation, groups, residual, activation, alpha, beta):
-    if not conv._empty(p):
-        eltwise = _eltwise(activation, alpha, beta)
-        if (eltwise is not None or activation == "none") and _has_plan(p, x, weight, bias, residual, eltwise) \
-                and all(_finite(a) for a in (x, weight, bias, residual)):
-            y = conv._conv(p, x, weight, bias, residual, eltwise)
-            if activation in BOUNDED or _finite(y):
-                return y
-        separate = SEPARATE.get(activation)
-        if separate is not None and (activation != "leaky_relu" or alpha != 0.0):
-            # the kernels one after another: each keeps polyeng's special values itself
-            y = conv._conv(p, x, weight, bias)
-            if residual is not None:
-                y = np.add(y, residual.reshape(y.shape), dtype=y.dtype)
-            return separate(y, alpha)
+    fused, separate = _path(p, x, weight, bias, residual, activation, alpha, beta)
+    if fused and all(_finite(a) for a in (x, weight, bias, residual)):
+        y = conv._conv(p, x, weight, bias, residual, _eltwise(activation, alpha, beta))
+        if activation in BOUNDED or _finite(y):
+            return y
+    if separate:   # the kernels one after another: each keeps polyeng's special values itself
+        y = conv._conv(p, x, weight, bias)
+        if residual is not None:
+            y = np.add(y, residual.reshape(y.shape), dtype=y.dtype)
+        return SEPARATE[activation](y, alpha, beta)
     y = conv.empty_result(p, weight, bias) if conv._empty(p) else conv._conv(p, x, weight, bias)
     if residual is None and p.activation_call is None:
         return y
@@ -116,6 +115,26 @@ def fused_conv(p, x, weight, bias, stride, padding, dilation, groups, residual, 
                       residual.astype(F32) if wide and residual is not None else residual,
                       basic_arithmetic, basic_activation, basic_clip)
     return y.astype(p.dtype) if wide else y
+
+
+def _path(p, x, weight, bias, residual, activation, alpha, beta) -> tuple:
+    """(fused, separate) for a call of this signature, decided on its first call (kept on its
+    prepared facts, per fp math compute type): whether one primitive with post-ops serves it (on
+    finite operands), and whether, otherwise, oneDNN's convolution, numpy's add and the activation's
+    own kernel do; where neither, BASIC's add and activation follow the convolution, in f32 (empty
+    calls, and the activations SEPARATE cannot run as BASIC does)."""
+    key = "onednn fused path " + conv._compute(p)
+    found = p.__dict__.get(key)
+    if found is None:
+        fused = separate = False
+        if not conv._empty(p):
+            eltwise = _eltwise(activation, alpha, beta)
+            wide = np.dtype(p.dtype) != F32
+            separate = activation in SEPARATE and not (activation == "leaky_relu" and alpha == 0.0) \
+                and not (wide and activation in ("hardsigmoid", "clip"))
+            fused = (eltwise is not None or activation == "none") and _has_plan(p, x, weight, bias, residual, eltwise)
+        found = p.__dict__[key] = (fused, separate)
+    return found
 
 
 def _has_plan(p, x, weight, bias, residual, eltwise) -> bool:
@@ -129,12 +148,17 @@ def _has_plan(p, x, weight, bias, residual, eltwise) -> bool:
 
 fused_conv.note = note_for("weight")
 
-# the activations oneDNN's eltwise kernels (activation.py) compute as BASIC does, special values
-# included (leaky_relu with slope 0 excepted); "none" is the identity
-SEPARATE = {"none": lambda y, a: y,
-            "relu": lambda y, a: onednn_activation.relu(None, y),
-            "sigmoid": lambda y, a: onednn_activation.sigmoid(None, y),
-            "tanh": lambda y, a: onednn_activation.tanh(None, y),
-            "hardswish": lambda y, a: onednn_activation.hardswish(None, y),
-            "silu": lambda y, a: onednn_activation.silu(None, y),
-            "leaky_relu": lambda y, a: onednn_activation.leaky_relu(None, y, a)}
+# the activations run after the convolution as BASIC computes them, special values included: oneDNN's
+# eltwise kernels (activation.py; leaky_relu with slope 0 excepted), and BASIC's own numpy for
+# hardsigmoid and clip on f32 (16-bit results go the "compose" way, through f32); "none" is the identity
+SEPARATE = {"none": lambda y, a, b: y,
+            "relu": lambda y, a, b: onednn_activation.relu(None, y),
+            "sigmoid": lambda y, a, b: onednn_activation.sigmoid(None, y),
+            "tanh": lambda y, a, b: onednn_activation.tanh(None, y),
+            "hardswish": lambda y, a, b: onednn_activation.hardswish(None, y),
+            "silu": lambda y, a, b: onednn_activation.silu(None, y),
+            "leaky_relu": lambda y, a, b: onednn_activation.leaky_relu(None, y, a),
+            "gelu": lambda y, a, b: onednn_activation.gelu(None, y, "none"),
+            "gelu_tanh": lambda y, a, b: onednn_activation.gelu(None, y, "tanh"),
+            "hardsigmoid": lambda y, a, b: basic_activation.hardsigmoid(None, y),
+            "clip": lambda y, a, b: basic_clip.clip(None, y, np.float32(a), np.float32(b))}
