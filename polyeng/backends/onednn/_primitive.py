@@ -171,6 +171,8 @@ class Primitive:
             raise
         self.keep = keep
         self._memories: dict = {}      # arg -> dnnl_memory_t made on first use
+        self._bound: dict = {}         # argument keys -> (packed ExecArg array, memory objects)
+        self._pointers: dict = {}      # arg -> the data pointer its memory object holds
         self._lock = threading.Lock()
         self.is_reorder = is_reorder
         self.scratch = lib().dnnl_memory_desc_get_size(lib().dnnl_primitive_desc_query_md(
@@ -208,36 +210,62 @@ class Primitive:
         if scratch:   # user-managed scratchpad: this thread's own buffer
             args = dict(args)
             args[C.ARG_SCRATCHPAD] = scratch_buffer(scratch)
+        l = lib()
+        if self._lock.acquire(blocking=False):
+            try:   # this primitive's own memory objects, bound once per set of arguments
+                keys = tuple(args)
+                bound = self._bound.get(keys)
+                if bound is None:
+                    bound = self._bound[keys] = self._bind(keys, l)
+                packed, memories = bound
+                pointers = self._pointers   # per argument (its memory object), whatever the binding
+                for arg, memory, array in zip(keys, memories, args.values()):
+                    pointer = array.ctypes.data
+                    if pointers.get(arg) != pointer:   # a constant's, the scratch's: set once
+                        l.dnnl_memory_set_data_handle(memory, pointer)
+                        pointers[arg] = pointer
+                self._execute(l, handle, n, len(keys), packed)
+            finally:
+                self._lock.release()
+            return
+        # another thread runs this primitive now: memory objects of this call's own
         count = len(args)
         packed = (ExecArg * count)()
-        l = lib()
-        acquired = self._lock.acquire(blocking=False)
         fresh = []
         try:
             for i, (arg, array) in enumerate(args.items()):
-                memory = self._memories.get(arg) if acquired else None
-                if memory is None:
-                    memory = new("dnnl_memory_create", l.dnnl_primitive_desc_query_md(
-                        self.pd, C.QUERY_EXEC_ARG_MD, arg), engine(), None)
-                    if acquired:
-                        self._memories[arg] = memory
-                    else:
-                        fresh.append(memory)
+                memory = new("dnnl_memory_create", l.dnnl_primitive_desc_query_md(
+                    self.pd, C.QUERY_EXEC_ARG_MD, arg), engine(), None)
+                fresh.append(memory)
                 l.dnnl_memory_set_data_handle(memory, array.ctypes.data)
                 packed[i].arg, packed[i].memory = arg, memory
-            set_threads(n)
-            s = stream()
-            status = l.dnnl_primitive_execute(handle, s, count, packed)
-            if status != C.SUCCESS:
-                raise OneDNNError("primitive execution", status)
-            l.dnnl_stream_wait(s)
-            if not self.is_reorder:
-                _last.primitive = self
+            self._execute(l, handle, n, count, packed)
         finally:
-            if acquired:
-                self._lock.release()
             for memory in fresh:
                 l.dnnl_memory_destroy(memory)
+
+    def _bind(self, keys: tuple, l):
+        """(the packed argument array, the memory objects) for the arguments ``keys``."""
+        packed = (ExecArg * len(keys))()
+        memories = []
+        for i, arg in enumerate(keys):
+            memory = self._memories.get(arg)
+            if memory is None:
+                memory = self._memories[arg] = new("dnnl_memory_create", l.dnnl_primitive_desc_query_md(
+                    self.pd, C.QUERY_EXEC_ARG_MD, arg), engine(), None)
+            memories.append(memory)
+            packed[i].arg, packed[i].memory = arg, memory
+        return packed, memories
+
+    def _execute(self, l, handle, n: int, count: int, packed) -> None:
+        set_threads(n)
+        s = stream()
+        status = l.dnnl_primitive_execute(handle, s, count, packed)
+        if status != C.SUCCESS:
+            raise OneDNNError("primitive execution", status)
+        l.dnnl_stream_wait(s)
+        if not self.is_reorder:
+            _last.primitive = self
 
     def _variant(self, n: int, args: dict):
         """The primitive made for ``n`` threads, when oneDNN chose the same implementation and the
