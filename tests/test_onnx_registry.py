@@ -57,7 +57,8 @@ def test_every_supported_form_was_reviewed():
 
 def test_fusions_are_listed_by_name_with_the_op_they_start_from():
     assert polyeng.onnx.fusions() == {"matmul_add_to_linear": "MatMul", "gelu_erf": "Erf", "gelu_tanh": "Tanh",
-                                      "written_out_layer_norm": "ReduceMean", "conv_batch_norm_fold": "Conv"}
+                                      "sigmoid_mul_to_silu": "Sigmoid", "written_out_layer_norm": "ReduceMean",
+                                      "conv_batch_norm_fold": "Conv"}
 
 
 def test_a_model_at_the_newest_opset_loads_and_matches_the_reference():

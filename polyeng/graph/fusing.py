@@ -13,7 +13,8 @@ lists the names with what each does.
   or clip with number bounds) becomes ``fused_conv`` with that ``activation``.
 
 A node is fused only where the value it swallows is read by that one node and is not a graph
-output, so nothing else changes. The fused node keeps the convolution's name; ``print(graph)``
+output, so nothing else changes. Pointwise convolutions (1x1, stride 1, no padding) are left
+alone: their BLAS product, which the selector prefers for f32, has nothing to fuse into. The fused node keeps the convolution's name; ``print(graph)``
 lists the fusions taken, and the node's ``meta["fused"]`` names the nodes it replaced.
 
 Turning a fusion off, for debugging: ``fuse(graph, disable=("conv_activation",))``,
@@ -162,11 +163,25 @@ def _fusable(nodes, context, test):
                 continue
             conv = nodes[i]
             if conv.op not in CONVS + ("fused_conv",) or _single_result(conv) != name \
-                    or not context.only_reader(name):
+                    or not context.only_reader(name) or _pointwise(conv, context):
                 continue
             if test(conv, reader, name):
                 yield i, j
                 break
+
+
+def _pointwise(conv: Node, context) -> bool:
+    """A 1x1 convolution with stride 1 and no padding: a matrix product that BLAS runs faster than
+    oneDNN's gemm convolution here, which has no epilogue to fuse into (its eltwise post-op is a
+    pass of its own), so it is left unfused."""
+    weight = conv.args.get("weight")
+    found = context.types.get(weight.name) if type(weight) is Ref else None
+    if found is None or any(k != 1 for k in found[1][2:]):
+        return False
+    stride, padding = conv.args.get("stride", 1), conv.args.get("padding", 0)
+    ones = all(s == 1 for s in (stride if isinstance(stride, (tuple, list)) else (stride,)))
+    none = padding == "valid" or all(q == 0 for q in (padding if isinstance(padding, (tuple, list)) else (padding,)))
+    return ones and none
 
 
 def _rewrite(nodes, context, test, make, fusion_name):

@@ -1,4 +1,5 @@
-"""Exporter idioms recognised as one polyeng op: a linear layer written MatMul + Add; GELU
+"""Exporter idioms recognised as one polyeng op: a linear layer written MatMul + Add; SiLU written
+``x * sigmoid(x)``; GELU
 written with Erf (``x * 0.5 * (1 + erf(x / sqrt(2)))``) or Tanh
 (``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``), in the orders both PyTorch
 exporters write them; and layer norm written out before opset 17 had LayerNormalization
@@ -133,6 +134,24 @@ def _half_x_times_one_plus(plan: FusionGraph, t: str, x: str):
         if sum(have.values()) > 1:
             return None
     return None
+
+
+@pattern("Sigmoid", name="sigmoid_mul_to_silu")
+def sigmoid_mul_to_silu(plan: FusionGraph, i: int, n: OnnxNode) -> bool:
+    """``x * sigmoid(x)`` (PyTorch's SiLU as its TorchScript exporter writes it): ``silu``."""
+    x_name = n.input_names[0]
+    x = plan.b.values.get(x_name)
+    j = plan.next(n.output_names[0], "Mul")
+    if x is None or x.is_const or j is None or np.dtype(x.dtype).kind != "f":
+        return False
+    mul = plan.nodes[j]
+    if sorted(mul.input) != sorted([x_name, n.output_names[0]]):
+        return False
+    dtype, shape = _type(plan.b, mul.output[0], x.dtype)
+    (y,) = plan.b.emit("silu", {"x": x}, [(dtype, shape)], names=[mul.output[0]], node_name=n.name)
+    plan.b.set(mul.output[0], y)
+    plan.skip([j])
+    return True
 
 
 @pattern("ReduceMean", name="written_out_layer_norm")

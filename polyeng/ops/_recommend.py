@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 JIT, REFERENCE = "numba", "basic"
 PREFERENCE = (JIT,)
 
@@ -104,6 +106,23 @@ def output_below(max_elements: int):
         return math.prod(call.prepared.shape) < max_elements
     condition.__doc__ = f"its output below {max_elements} elements"
     return condition
+
+
+def pointwise_on_blas(otherwise):
+    """BASIC for an f32 pointwise convolution (its BLAS product per group: 1.3-3x oneDNN's gemm
+    convolution on MobileNetV3's 1x1 layers at batch 8, and NUMBA makes the same BLAS call), unless
+    the storage is 16-bit or the fp math mode lets the CPU compute in bf16; else ``otherwise``."""
+    def recommend(call):
+        p = call.prepared
+        if getattr(p, "algorithm", None) == "pointwise" and np.dtype(p.dtype) == np.float32 \
+                and not _native_down_conversion(call):
+            return REFERENCE
+        return otherwise(call)
+    recommend.__doc__ = f"basic for an f32 pointwise convolution; else {otherwise.__doc__}"
+    for attr in ("onednn", "min_elements"):
+        if hasattr(otherwise, attr):
+            setattr(recommend, attr, getattr(otherwise, attr))
+    return recommend
 
 
 def between(min_elements: int, max_elements: int):

@@ -195,7 +195,9 @@ def _prepare(nd: int):
 
 def _spec(name, function, nd, example, zero_size):
     return OpSpec(name=name, function=function, validate=_validator(name, nd), category=Category.ALLOW,
-                  prepare=_prepare(nd), recommend=_recommend.onednn_if(_recommend.output_below(1 << 18), _recommend.jit_from(4096)),
+                  prepare=_prepare(nd),
+                  recommend=_recommend.pointwise_on_blas(_recommend.onednn_if(_recommend.output_below(1 << 18),
+                                                                              _recommend.jit_from(4096))),
                   preference=_recommend.PREFERENCE,
                   chunking="conv", example=example, zero_size=zero_size, tolerance=64)
 

@@ -7,8 +7,8 @@ use (``activation.py``). Post-ops do not keep polyeng's special values: measured
 infinities in the input, relu, hardsigmoid and clip gave numbers for NaN, sigmoid did after a
 residual, relu after a residual gave NaN for numbers, and hardswish differed on infinities. So
 the fused primitive runs only when every operand is finite (then the convolution has no NaN), and
-its result is checked when an infinity could have reached the activation (an overflow; bounded
-activations need no check). Otherwise, and for gelu (whose post-op overflows near the f32
+its result is checked when an infinity could have reached an activation that maps it otherwise
+than polyeng (an overflow: hardswish, silu, leaky_relu). Otherwise, and for gelu (whose post-op overflows near the f32
 maximum), and where oneDNN has no fast code for the post-ops (the gemm pointwise convolution applies
 an eltwise post-op in a slower pass of its own), the convolution runs alone on oneDNN, the residual
 is added by numpy and the activation runs on its own kernel (oneDNN's eltwise, which keeps the
@@ -42,8 +42,10 @@ POST_OPS = {
     "silu": lambda a, b: (C.ELTWISE_SWISH, 1.0, 0.0),
     "clip": lambda a, b: (C.ELTWISE_CLIP_V2, a, b),
 }
-# activations whose result is finite for every input: an overflow in the convolution cannot show
-BOUNDED = {"sigmoid", "tanh", "hardsigmoid"}
+# activations whose result needs no check after the fused primitive: bounded ones (an overflow in
+# the convolution cannot show), those that map an infinity as polyeng does (relu, clip) and none
+# (the residual's sum is the add's own rounding); hardswish, silu and leaky_relu are checked
+BOUNDED = {"sigmoid", "tanh", "hardsigmoid", "relu", "clip", "none"}
 # bit masks of the exponent of the 16-bit floats (all ones: an infinity or a NaN)
 EXPONENT = {np.dtype(dt.bfloat16): 0x7F80, np.dtype(np.float16): 0x7C00}
 
