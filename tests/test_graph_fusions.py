@@ -245,3 +245,46 @@ def test_onnx_sigmoid_times_its_input_is_silu(tmp_path):
     other = polyeng.onnx.load(model("z"))   # z * sigmoid(x) is no SiLU
     assert [n.op for n in other.nodes] == ["sigmoid", "mul"]
     assert [n.op for n in polyeng.onnx.load(model("x"), disable_fusions="sigmoid_mul_to_silu").nodes] == ["sigmoid", "mul"]
+
+
+@pytest.mark.skipif("onednn" not in ENGINES, reason="onednn is unavailable")
+def test_onednn_keeps_special_values_the_post_ops_would_lose():
+    """Found in review: a slope that is 0 in f32 (oneDNN's max(x, 0) gives 0 for -inf and NaN),
+    hardswish past 5.7e37 (polyeng's x * relu6(x + 3) overflows, oneDNN's form does not), and a
+    kept finiteness answer of a constant that was freed."""
+    from polyeng.backends.onednn import fused as onednn_fused
+    w = np.ones((1, 2, 1, 1), np.float32)
+    w.flags.writeable = False
+    x = np.full((1, 2, 3, 3), -3e38, np.float32)   # the convolution overflows to -inf
+    big = np.full((1, 2, 3, 3), 1e38, np.float32) / 2
+    with np.errstate(all="ignore"):
+        for kwargs, a in ((dict(activation="leaky_relu", alpha=0.0), x), (dict(activation="leaky_relu", alpha=1e-50), x),
+                          (dict(activation="hardswish"), big)):
+            with polyeng.compute_eng("basic"):
+                want = fused_conv(a, w, **kwargs)
+            with polyeng.compute_eng("onednn", fallback=False):
+                got = fused_conv(a, w, **kwargs)
+            np.testing.assert_array_equal(got, want)
+        with polyeng.compute_eng("onednn"):
+            assert polyeng.explain("leaky_relu", np.ones(1 << 18, np.float32), negative_slope=1e-50).engine != "onednn"
+        with polyeng.compute_eng("onednn", fallback=False):
+            np.testing.assert_array_equal(polyeng.hardswish(np.array([3e38, -3e38, 1.0], np.float32)),
+                                          np.array([np.inf, -0.0, 1.0 * 4 / 6], np.float32))
+    c = np.ones(3, np.float32)
+    c.flags.writeable = False
+    assert onednn_fused._finite(c)
+    assert next(v for k, v in onednn_fused._finite_constants.items() if k[0] == c.ctypes.data)[0] is c
+
+
+@pytest.mark.skipif("onednn" not in ENGINES, reason="onednn is unavailable")
+def test_a_weight_made_writeable_again_is_read_as_it_is():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 4, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+    w.flags.writeable = False
+    with polyeng.compute_eng("onednn", fallback=False):
+        first = polyeng.conv2d(x, w, padding=1)
+        w.flags.writeable = True
+        w *= 2
+        again = polyeng.conv2d(x, w, padding=1)
+    np.testing.assert_allclose(again, 2 * first, rtol=1e-5, atol=1e-4)

@@ -160,7 +160,14 @@ _HARD = (1.0 / 6.0, 0.5)   # PyTorch's x/6 + 1/2 inside the clamp to [0, 1]
 
 @limit(_kinds("hardswish", probe=lambda call: (C.ELTWISE_HARDSWISH,) + _HARD))
 def hardswish(p, x):
-    return eltwise(C.ELTWISE_HARDSWISH, x, *_HARD)
+    out = eltwise(C.ELTWISE_HARDSWISH, x, *_HARD)
+    if x.size and _may_hold(x):   # |x| past about 1.8e19, or a special value: BASIC's formula where it
+        flat, source = out.reshape(-1), np.ascontiguousarray(x).reshape(-1)   # overflows (from 5.7e37)
+        where = np.flatnonzero(~(np.abs(source.astype(np.float32)) < F32_MAX / 8))
+        if where.size:
+            from ..basic.activation import hardswish as basic_hardswish
+            flat[where] = basic_hardswish(None, source[where].astype(np.float32)).astype(x.dtype)
+    return out
 
 
 @limit(_kinds("silu", probe=lambda call: (C.ELTWISE_SWISH, 1.0, 0.0)))
@@ -172,7 +179,7 @@ def _leaky_rule(call):
     slope = call.args["negative_slope"]
     if call.args["x"].dtype not in FLOATS:
         return _kinds("leaky_relu", probe=None)(call)
-    if slope == 0:
+    if np.float32(slope) == 0:   # also a slope that rounds to 0 in f32, oneDNN's slope type
         return ("oneDNN's relu with a zero slope is max(x, 0): NaN and -inf give 0 where leaky_relu gives "
                 "NaN (x * 0)")
     if not math.isfinite(float(np.float32(slope))):

@@ -266,7 +266,7 @@ def _conv(p, x, weight, bias, residual=None, eltwise=None):
     # a graph calls each node with the same (constant) weight, and this path costs ~40 Python steps
     key = ("onednn conv", _compute(p), residual is not None, eltwise)
     held = p.__dict__.get(key)
-    if held is not None and held[1] is weight:
+    if held is not None and held[1] is weight and constant(weight):   # a weight made writeable again is not
         plan, _, w, fixed, work = held
     else:
         plan = _plan(p, x, weight, bias is not None, residual is not None, eltwise)

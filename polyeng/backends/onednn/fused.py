@@ -45,6 +45,7 @@ POST_OPS = {
 # activations whose result needs no check after the fused primitive: bounded ones (an overflow in
 # the convolution cannot show), those that map an infinity as polyeng does (relu, clip) and none
 # (the residual's sum is the add's own rounding); hardswish, silu and leaky_relu are checked
+# (``_below_overflow``)
 BOUNDED = {"sigmoid", "tanh", "hardsigmoid", "relu", "clip", "none"}
 # bit masks of the exponent of the 16-bit floats (all ones: an infinity or a NaN)
 EXPONENT = {np.dtype(dt.bfloat16): 0x7F80, np.dtype(np.float16): 0x7C00}
@@ -71,7 +72,9 @@ def _rule(call):
     return None
 
 
-_finite_constants: dict = {}   # (pointer, shape, strides, dtype) of a constant weight or bias -> finite
+# (pointer, shape, strides, dtype) of a constant weight or bias -> (the array, finite): the array
+# is held, so that its memory cannot become another constant's while the answer is kept
+_finite_constants: dict = {}
 
 
 def _finite(a) -> bool:
@@ -83,8 +86,8 @@ def _finite(a) -> bool:
     if constant(a):
         key = (a.ctypes.data, a.shape, a.strides, a.dtype.str)
         found = _finite_constants.get(key)
-        if found is not None:
-            return found
+        if found is not None and found[0] is a:
+            return found[1]
     if a.dtype == F32:
         finite = finite_hint(a) or bool(np.isfinite(a).all())
     else:
@@ -93,8 +96,18 @@ def _finite(a) -> bool:
     if key is not None:
         if len(_finite_constants) > 4096:
             _finite_constants.clear()
-        _finite_constants[key] = finite
+        _finite_constants[key] = (a, finite)
     return finite
+
+
+def _below_overflow(y) -> bool:
+    """Whether the fused result surely equals the separate calls': no element large enough for
+    polyeng's formula to overflow where oneDNN's does not (hardswish's ``x * relu6(x + 3)`` passes
+    f32's maximum from about 5.7e37, oneDNN's ``x * clip(x / 6 + 1/2)`` does not), nor infinite.
+    f32: its sum of squares is finite (every |y| below about 1.8e19); else the exponent scan."""
+    if y.dtype == F32:
+        return finite_hint(y)
+    return _finite(y)
 
 
 @limit(_rule)
@@ -102,7 +115,7 @@ def fused_conv(p, x, weight, bias, stride, padding, dilation, groups, residual, 
     fused, separate = _path(p, x, weight, bias, residual, activation, alpha, beta)
     if fused and all(_finite(a) for a in (x, weight, bias, residual)):
         y = conv._conv(p, x, weight, bias, residual, _eltwise(activation, alpha, beta))
-        if activation in BOUNDED or _finite(y):
+        if activation in BOUNDED or _below_overflow(y):
             return y
     if separate:   # the kernels one after another: each keeps polyeng's special values itself
         y = conv._conv(p, x, weight, bias)
@@ -132,9 +145,11 @@ def _path(p, x, weight, bias, residual, activation, alpha, beta) -> tuple:
         if not conv._empty(p):
             eltwise = _eltwise(activation, alpha, beta)
             wide = np.dtype(p.dtype) != F32
-            separate = activation in SEPARATE and not (activation == "leaky_relu" and alpha == 0.0) \
-                and not (wide and activation in ("hardsigmoid", "clip"))
-            fused = (eltwise is not None or activation == "none") and _has_plan(p, x, weight, bias, residual, eltwise)
+            # a slope that is 0 in f32 (also 1e-50) is oneDNN's max(x, 0): NaN and -inf give 0, not NaN
+            zero_slope = activation == "leaky_relu" and np.float32(alpha) == 0
+            separate = activation in SEPARATE and not zero_slope and not (wide and activation in ("hardsigmoid", "clip"))
+            fused = (eltwise is not None or activation == "none") and not zero_slope \
+                and _has_plan(p, x, weight, bias, residual, eltwise)
         found = p.__dict__[key] = (fused, separate)
     return found
 
