@@ -10,6 +10,7 @@ from importlib import metadata
 import numpy as np
 
 import polyeng
+from ..engine.threads import libgomp_loaded, note_passive_libgomp
 from . import BenchError
 
 
@@ -78,7 +79,7 @@ def load_torch(wanted: bool):
         return None
     import sys
     first = "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ
-    loads_libgomp = first and not _libgomp_loaded()
+    loads_libgomp = first and not libgomp_loaded()
     if first:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     try:
@@ -88,18 +89,9 @@ def load_torch(wanted: bool):
     finally:
         if first:
             os.environ.pop("OMP_WAIT_POLICY", None)
-    if loads_libgomp and _libgomp_loaded():
-        from ..engine.threads import note_passive_libgomp
+    if loads_libgomp and libgomp_loaded():
         note_passive_libgomp()   # numba's pool may share that libgomp: it does not spin
     return torch
-
-
-def _libgomp_loaded() -> bool:
-    try:
-        with open("/proc/self/maps") as maps:
-            return any("libgomp" in line for line in maps)
-    except OSError:
-        return False
 
 
 def installed_version(dist: str) -> str:

@@ -159,6 +159,15 @@ def libgomp_known_passive() -> bool:
     return _libgomp["passive"]
 
 
+def libgomp_loaded() -> bool:
+    """Whether a GNU OpenMP runtime is loaded in this process already (Linux; False elsewhere)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            return any("libgomp" in line for line in maps)
+    except OSError:
+        return False
+
+
 def record_pool(name: str, facts: dict) -> None:
     """An engine's pool, as it was started under this policy (``policy()`` shows it)."""
     _pool[name] = dict(facts)

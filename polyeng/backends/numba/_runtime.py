@@ -34,7 +34,7 @@ from numba import get_num_threads, set_num_threads
 from numba.core.errors import NumbaIRAssumptionWarning
 
 from ...engine.signal_safe import settle
-from ...engine.threads import available_cores, libgomp_known_passive, record_pool, threads_now
+from ...engine.threads import available_cores, libgomp_known_passive, libgomp_loaded, record_pool, threads_now
 
 FASTMATH = {"reassoc", "contract"}
 launch_lock = threading.Lock()
@@ -157,7 +157,7 @@ def start_pool() -> dict:
                 if k in os.environ}
         started_before = bool(getattr(parallel, "_is_initialized", False))
         # libgomp that polyeng's oneDNN engine loaded with OMP_WAIT_POLICY=PASSIVE is of known policy
-        preloaded = _libgomp_loaded() and not _passive_libgomp_loaded_by_onednn() and not libgomp_known_passive()
+        preloaded = libgomp_loaded() and not _passive_libgomp_loaded_by_onednn() and not libgomp_known_passive()
         set_passive = False
         if not started_before:
             if "NUMBA_NUM_THREADS" not in user:   # numba's default is every core of the machine
@@ -205,15 +205,6 @@ if hasattr(os, "register_at_fork"):
 def _passive_libgomp_loaded_by_onednn() -> bool:
     lib = sys.modules.get("polyeng.backends.onednn._lib")
     return bool(lib is not None and lib._state.get("passive"))
-
-
-def _libgomp_loaded() -> bool:
-    """Whether a GNU OpenMP runtime is loaded in this process already (Linux; False elsewhere)."""
-    try:
-        with open("/proc/self/maps") as maps:
-            return any("libgomp" in line for line in maps)
-    except OSError:
-        return False
 
 
 _controls = None

@@ -161,8 +161,8 @@ def _load():
     path = library_path()
     if path is None:
         raise RuntimeError(f"oneDNN's library {SONAME} was not found; install it with 'pip install {WHEEL}'")
-    from ..numba._runtime import _libgomp_loaded
-    passive = "OMP_WAIT_POLICY" not in os.environ and not _libgomp_loaded()
+    from ...engine.threads import libgomp_loaded
+    passive = "OMP_WAIT_POLICY" not in os.environ and not libgomp_loaded()
     if passive:   # libgomp reads it once, as it loads, which loading libdnnl makes it do
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     try:
