@@ -63,14 +63,10 @@ def _nonnegative(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a) if a.strides and min(a.strides) < 0 else a
 
 
-def _views(p, x, weight):
-    """x as (N, C, *spatial), the weights as grouped (G, O / G, C / G, *kernel) (views, no copies
-    unless of negative strides), and whether the weights are constant."""
+def _weight_view(p, weight):
+    """The weights as grouped (G, O / G, C / G, *kernel) (a view, no copy unless of negative
+    strides), and whether they are constant."""
     g = p.geometry
-    nd = weight.ndim - 2
-    x = _nonnegative(x)
-    if x.ndim == nd + 1:
-        x = x[None]
     weight = _nonnegative(weight)
     fixed = constant(weight)   # a copy is not: it is made on every call
     if g.groups > 1:
@@ -78,7 +74,13 @@ def _views(p, x, weight):
         weight = np.lib.stride_tricks.as_strided(
             weight, (g.groups, g.group_out) + weight.shape[1:], (g.group_out * so,) + weight.strides,
             writeable=False)
-    return x, weight, fixed
+    return weight, fixed
+
+
+def _batched(a, rank: int):
+    """``a`` (x or a residual) with non-negative strides and a leading batch of 1 when it has none."""
+    a = _nonnegative(a)
+    return a[None] if a.ndim == rank - 1 else a
 
 
 # oneDNN 3.2's format tags (dnnl_types.h) of channels blocked by 16: dnnl_aBcd16b (nChw16c) and
@@ -267,21 +269,17 @@ def _conv(p, x, weight, bias, residual=None, eltwise=None):
     key = ("onednn conv", _compute(p), residual is not None, eltwise)
     held = p.__dict__.get(key)
     if held is not None and held[1] is weight and constant(weight):   # a weight made writeable again is not
-        plan, _, w, fixed, work = held
+        plan, _, w, work = held
+        fixed = True
     else:
         plan = _plan(p, x, weight, bias is not None, residual is not None, eltwise)
-        _, w, fixed = _views(p, x, weight)
+        w, fixed = _weight_view(p, weight)
         work = g.batch * g.out_channels * g.out[0] * g.out[1] * g.group_in * g.kernel[0] * g.kernel[1]
         if fixed:   # a weight that cannot change: its views and packed copy may be kept
-            p.__dict__[key] = (plan, weight, w, fixed, work)
-    xv = _nonnegative(x)
-    if xv.ndim == len(plan.out_shape) - 1:
-        xv = xv[None]
-    if residual is not None:
-        residual = _nonnegative(residual)
-        if residual.ndim == len(plan.out_shape) - 1:
-            residual = residual[None]
-    return plan.run(xv, w, fixed, bias, work, np.dtype(p.dtype), residual).reshape(p.shape)
+            p.__dict__[key] = (plan, weight, w, work)
+    rank = len(plan.out_shape)
+    return plan.run(_batched(x, rank), w, fixed, bias, work, np.dtype(p.dtype),
+                    None if residual is None else _batched(residual, rank)).reshape(p.shape)
 
 
 @limit(_rule)

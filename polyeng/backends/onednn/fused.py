@@ -7,13 +7,14 @@ use (``activation.py``). Post-ops do not keep polyeng's special values: measured
 infinities in the input, relu, hardsigmoid and clip gave numbers for NaN, sigmoid did after a
 residual, relu after a residual gave NaN for numbers, and hardswish differed on infinities. So
 the fused primitive runs only when every operand is finite (then the convolution has no NaN), and
-its result is checked when an infinity could have reached an activation that maps it otherwise
-than polyeng (an overflow: hardswish, silu, leaky_relu). Otherwise, and for gelu (whose post-op overflows near the f32
-maximum), and where oneDNN has no fast code for the post-ops (the gemm pointwise convolution applies
-an eltwise post-op in a slower pass of its own), the convolution runs alone on oneDNN, the residual
-is added by numpy and the activation runs on its own kernel (oneDNN's eltwise, which keeps the
-special values itself, or BASIC's numpy for hardsigmoid and clip). The path is decided on a call
-signature's first call. A constant's finiteness is read once; the others cost one read of each operand.
+its result is checked where an overflow could reach an activation that maps it otherwise than
+polyeng (hardswish, silu, leaky_relu). Otherwise, and for gelu (whose post-op overflows near the
+f32 maximum), and where oneDNN has no fast code for the post-ops (the gemm pointwise convolution
+applies an eltwise post-op in a slower pass of its own), the convolution runs alone on oneDNN, the
+residual is added by numpy and the activation runs on its own kernel (oneDNN's eltwise, which
+keeps the special values itself, or BASIC's numpy for hardsigmoid and clip). The path is decided
+on a call signature's first call. A constant's finiteness is read once; the others cost one read
+of each operand.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ POST_OPS = {
 # the convolution cannot show), those that map an infinity as polyeng does (relu, clip) and none
 # (the residual's sum is the add's own rounding); hardswish, silu and leaky_relu are checked
 # (``_below_overflow``)
-BOUNDED = {"sigmoid", "tanh", "hardsigmoid", "relu", "clip", "none"}
+NO_CHECK_AFTER = {"sigmoid", "tanh", "hardsigmoid", "relu", "clip", "none"}
 # bit masks of the exponent of the 16-bit floats (all ones: an infinity or a NaN)
 EXPONENT = {np.dtype(dt.bfloat16): 0x7F80, np.dtype(np.float16): 0x7C00}
 
@@ -115,7 +116,7 @@ def fused_conv(p, x, weight, bias, stride, padding, dilation, groups, residual, 
     fused, separate = _path(p, x, weight, bias, residual, activation, alpha, beta)
     if fused and all(_finite(a) for a in (x, weight, bias, residual)):
         y = conv._conv(p, x, weight, bias, residual, _eltwise(activation, alpha, beta))
-        if activation in BOUNDED or _below_overflow(y):
+        if activation in NO_CHECK_AFTER or _below_overflow(y):
             return y
     if separate:   # the kernels one after another: each keeps polyeng's special values itself
         y = conv._conv(p, x, weight, bias)
