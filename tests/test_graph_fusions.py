@@ -136,6 +136,7 @@ def test_fused_graph_saves_and_loads(tmp_path):
 
 def test_onnx_loader_fuses_and_turns_off(tmp_path):
     onnx = pytest.importorskip("onnx")
+    import polyeng.onnx   # noqa: F401 (polyeng.onnx.load below; another test may not have imported it)
     from onnx import TensorProto, helper, numpy_helper
     w = numpy_helper.from_array(W1, "w")
     b = numpy_helper.from_array(B1, "b")
@@ -228,6 +229,7 @@ def test_every_activation_matches_basic_special_values_included(engine, activati
 
 def test_onnx_sigmoid_times_its_input_is_silu(tmp_path):
     onnx = pytest.importorskip("onnx")
+    import polyeng.onnx   # noqa: F401 (polyeng.onnx.load below; another test may not have imported it)
     from onnx import TensorProto, helper
 
     def model(second):

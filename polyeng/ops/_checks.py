@@ -206,6 +206,16 @@ def axis(value, ndim: int, name: str = "axis") -> int:
     return value % bound
 
 
+def real(value, name: str) -> float:
+    """A real number (Python or numpy, not bool) as a Python float; TypeError naming ``name`` otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}={value!r:.60}: expected a real number (an int or a float)")
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(f"{name}={value}: too large for a float64") from None
+
+
 def choice(value, name: str, options) -> str:
     if not isinstance(value, str) or value not in options:   # an array's == would not be a bool
         raise ValueError(f"{name}={value!r}: expected one of {', '.join(repr(o) for o in options)}")

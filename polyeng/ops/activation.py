@@ -7,10 +7,6 @@ PyTorch's: ``sqrt(-1)`` is NaN, ``exp(inf)`` inf, ``erf(±inf)`` ±1, ``relu(NaN
 ``log(0)`` -inf, ``log(-1)`` NaN, ``reciprocal(-0.0)`` -inf, ``silu(-inf)`` NaN (``-inf / inf``,
 as PyTorch's formula gives), ``hardswish(-inf)`` NaN (``-inf * 0``).
 """
-import numbers
-
-import numpy as np
-
 from ..engine.mixed_precision import Category
 from .catalogue import OpSpec
 from ..engine.dispatch import run
@@ -105,19 +101,9 @@ def _validate_relu(x):
     return {"x": x}
 
 
-def _real(value, name: str) -> float:
-    """A real number (Python or numpy, not bool) as a Python float; TypeError naming ``name`` otherwise."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}={value!r:.60}: expected a real number (an int or a float)")
-    try:
-        return float(value)
-    except OverflowError:
-        raise ValueError(f"{name}={value}: too large for a float64") from None
-
-
 def _validate_leaky_relu(x, negative_slope):
     x = check.tensor(x, "x", floats_only=True, op="leaky_relu")
-    return {"x": x, "negative_slope": _real(negative_slope, "negative_slope")}
+    return {"x": x, "negative_slope": check.real(negative_slope, "negative_slope")}
 
 
 def _spec(name, function, validate, category=Category.FOLLOW, min_elements=512, onednn_from=None, **catalogue):

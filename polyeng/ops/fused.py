@@ -85,9 +85,7 @@ def _validate(x, weight, bias, stride, padding, dilation, groups, residual, acti
 
 
 def _real(value, name: str) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}={value!r}: expected a real number")
-    value = float(value)
+    value = check.real(value, name)
     if np.isnan(value):
         raise ValueError(f"{name}={value!r}: expected a number, not NaN")
     return value
