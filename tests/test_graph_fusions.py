@@ -37,8 +37,9 @@ def _traced():
 
 
 def test_fusions_are_listed_in_order():
-    assert list(fusions()) == ["conv_residual", "conv_activation"]
-    assert all(isinstance(text, str) and "fused_conv" in text for text in fusions().values())
+    assert list(fusions()) == ["common_subexpressions", "conv_residual", "conv_activation"]
+    assert all(isinstance(text, str) for text in fusions().values())
+    assert all("fused_conv" in fusions()[name] for name in ("conv_residual", "conv_activation"))
 
 
 def test_block_becomes_three_fused_convolutions():
@@ -290,3 +291,40 @@ def test_a_weight_made_writeable_again_is_read_as_it_is():
         w *= 2
         again = polyeng.conv2d(x, w, padding=1)
     np.testing.assert_allclose(again, 2 * first, rtol=1e-5, atol=1e-4)
+
+
+def _twice(x):
+    """The same products and activations twice over (the second on a copy of the weight), and one
+    on a weight that differs only in sign of zero."""
+    a = polyeng.relu(polyeng.linear(x, LW))
+    b = polyeng.relu(polyeng.linear(x, LW.copy()))
+    c = polyeng.linear(x, LW_NEGZERO)
+    return polyeng.add(a, b), c
+
+
+LW = np.zeros((4, 3), np.float32)
+LW[0, 0] = 1.5
+LW_NEGZERO = LW.copy()
+LW_NEGZERO[1, 1] = -0.0
+
+
+def test_common_subexpressions_are_computed_once():
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    g = trace(_twice, x)
+    f = fuse(g)
+    assert [n.op for n in g.nodes].count("linear") == 3
+    assert [n.op for n in f.nodes].count("linear") == 2 and [n.op for n in f.nodes].count("relu") == 1
+    assert len(f.constants) == 2   # the copy of LW is read no more; -0.0 keeps its own
+    for got, want in zip(f(x), g(x)):
+        np.testing.assert_array_equal(got, want)
+    assert fuse(g, disable=("common_subexpressions",)).nodes == fuse(g, disable=("common_subexpressions",)).nodes
+    assert [n.op for n in fuse(g, disable="common_subexpressions").nodes].count("linear") == 3
+
+
+def test_a_repeated_node_that_is_a_graph_output_keeps_its_name():
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    g = trace(lambda x: (polyeng.relu(x), polyeng.relu(x)), x)
+    f = fuse(g)
+    assert len(f.nodes) == 2 and [o.name for o in f.outputs] == [o.name for o in g.outputs]
+    for got, want in zip(f(x), g(x)):
+        np.testing.assert_array_equal(got, want)

@@ -155,3 +155,56 @@ def test_gather_indices_out_of_range_are_value_errors_naming_the_op():
         graph(np.zeros((2, 3), np.float32), np.array([[0, -4], [1, 2]], np.int64))
     np.testing.assert_array_equal(graph(np.arange(6, dtype=np.float32).reshape(2, 3), np.array([[0, -1], [1, 2]])),
                                   [[0, 2], [4, 5]])
+
+
+def _two_masks_model():
+    """BERT's mask shape: a padding mask from the mask input's values, made into two additive masks
+    with two copies of the same constants (one per layer), plus the shape arithmetic of the
+    scores' reshape, all in one program."""
+    zero, big = np.array(0.0, np.float32), np.array(np.finfo(np.float32).min, np.float32)
+    nodes = [node("Shape", ["mask"], ["mshape"]), constant("i1", i64(1)), node("Gather", ["mshape", "i1"], ["s"]),
+             constant("ax1", i64(1)), node("Cast", ["mask"], ["keep"], to=9), node("Not", ["keep"], ["drop"]),
+             node("Unsqueeze", ["drop", "ax1"], ["drop3"]),
+             constant("zero_a", zero), constant("big_a", big), constant("zero_b", zero), constant("big_b", big),
+             node("Where", ["drop3", "big_a", "zero_a"], ["mask_a"]),
+             node("Where", ["drop3", "big_b", "zero_b"], ["mask_b"]),
+             node("Add", ["x", "mask_a"], ["ya"]), node("Add", ["x", "mask_b"], ["yb"]),
+             node("Mul", ["ya", "yb"], ["y"]), node("Cast", ["s"], ["s_f"], to=1)]
+    return build(nodes, [("x", F32, ["N", "S", "S"]), ("mask", I64, ["N", "S"])], [("y", F32), ("s_f", F32)])
+
+
+def test_a_program_reading_values_keeps_the_steps_that_read_only_shapes_and_constants():
+    model = _two_masks_model()
+    graph = polyeng.onnx.load(model)
+    assert [n.op for n in graph.nodes].count("add") == 1   # and so was the add reading it
+    wheres = [s for n in graph.nodes if n.op == "onnx.program" for s in n.args["steps"] if s[1] == "onnx.where"]
+    assert len(wheres) == 1   # the second mask was the first's copy
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(3)
+    for n, s in ((2, 5), (2, 5), (3, 4), (2, 5), (3, 4)):   # kept steps per shape, the rest per call
+        feed = {"x": rng.standard_normal((n, s, s)).astype(np.float32),
+                "mask": (rng.random((n, s)) < 0.6).astype(np.int64)}
+        for got, want in zip(graph(**feed), session.run(None, feed)):
+            np.testing.assert_array_equal(got, want)
+    from polyeng.onnx.host_programs import _compiled
+    program = next(n for n in graph.nodes if n.op == "onnx.program")
+    compiled = _compiled[id(program.args["steps"])]
+    kept = [s[0] for s, static in zip(program.args["steps"], compiled.static) if static]
+    ran = [s[0] for s, static in zip(program.args["steps"], compiled.static) if not static]
+    assert any("gather" in k.lower() for k in kept) and any("where" in r.lower() for r in ran)
+    assert not any("where" in k.lower() for k in kept)
+    unmerged = polyeng.onnx.load(model, disable_fusions="common_subexpressions")
+    assert len([s for n in unmerged.nodes if n.op == "onnx.program" for s in n.args["steps"]
+                if s[1] == "onnx.where"]) == 2
+    feed = {"x": np.ones((2, 5, 5), np.float32), "mask": np.ones((2, 5), np.int64)}
+    for got, want in zip(unmerged(**feed), graph(**feed)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_program_with_bad_constant_slots_is_a_value_error():
+    from polyeng.onnx.host_programs import program
+    steps = [["s", "onnx.shape", {"x": {"slot": 0}}, 0]]
+    with pytest.raises(ValueError, match=r"constant slot 4 is not one of its 1 values"):
+        program([np.ones(3)], steps, [1], None, [4])
+    with pytest.raises(ValueError, match=r"constants must be a list of value slots"):
+        program([np.ones(3)], [["t", "onnx.shape", {"x": {"slot": 0}}, 0]], [1], None, 7)

@@ -30,6 +30,7 @@ from collections import Counter
 
 import numpy as np
 
+from . import common
 from .ir import Node, Ref, ref_names
 
 ENV = "POLYENG_DISABLE_FUSIONS"
@@ -70,10 +71,12 @@ def is_disabled(name: str, names: frozenset) -> bool:
 
 
 class _Context:
-    """What the fusions ask of the graph: each value's readers and type, and the outputs."""
+    """What the fusions ask of the graph: each value's readers and type, the outputs and the
+    constants."""
 
-    def __init__(self, nodes, types, outputs):
+    def __init__(self, nodes, types, outputs, constants=None):
         self.types = types
+        self.constants = constants or {}
         self.outputs = set(outputs)
         self.readers = Counter(name for node in nodes for name in node.inputs)
 
@@ -96,16 +99,18 @@ def fuse(graph, disable=None):
     for name, (function, _) in _fusions.items():
         if is_disabled(name, names):
             continue
-        result = function(nodes, _Context(nodes, types, outputs))
+        result = function(nodes, _Context(nodes, types, outputs, graph._constants))
         if result is not nodes:
             changed, nodes = True, result
     if not changed:
         return graph
     made = {n for node in nodes for n in node.outputs}
-    kept = set(made) | {v.name for v in graph._inputs} | set(graph._constants)
+    read = {n for node in nodes for n in node.inputs} | set(outputs)
+    constants = {k: v for k, v in graph._constants.items() if k in read}   # a merged copy is read no more
+    kept = set(made) | {v.name for v in graph._inputs} | set(constants)
     types = {k: v for k, v in types.items() if k in kept}
     fused = Graph(inputs=graph._inputs, input_structure=graph._input_structure, input_names=graph._input_names,
-                  nodes=nodes, constants=graph._constants, output_structure=graph._output_structure, types=types,
+                  nodes=nodes, constants=constants, output_structure=graph._output_structure, types=types,
                   fn_name=graph.name, leading_free=graph.leading_free)
     return fused
 
@@ -116,6 +121,12 @@ def _onnx_pattern(name: str) -> bool:
     except ImportError:
         return False
     return name in onnx_fusions()
+
+
+@fusion(common.NAME, "a node computing what an earlier node computes (the same op on the same values, "
+                     "small constants compared by content) is dropped for the earlier one's values")
+def _common_subexpressions(nodes, context):
+    return common.eliminate(nodes, context.constants, context.outputs)
 
 
 def summary(graph) -> str:

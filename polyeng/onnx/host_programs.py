@@ -15,6 +15,8 @@ neither ``onnx`` nor the converters.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..engine.call import map_arrays
 from ..graph.ir import Node, Ref, by_output_index, leaves
 
@@ -26,6 +28,16 @@ STEP_OPS = frozenset({
     "onnx.gather_elements", "onnx.gather_nd", "onnx.wrap_indices", "onnx.getitem",
 })
 PROGRAM = "onnx.program"
+# the host ops whose result's shape follows from their inputs' shapes, with the arguments whose
+# values also decide it (any other argument is read for its shape alone: a gather's indices, a
+# binary op's operands)
+SHAPE_FROM_SHAPES = {
+    "onnx.astype": (), "onnx.isnan": (), "onnx.isinf": (), "onnx.wrap_indices": (), "onnx.binary": (),
+    "onnx.compare": (), "onnx.logical": (), "onnx.extremum": (), "onnx.where": (), "onnx.concat": ("axis",),
+    "onnx.gather": ("axis",), "onnx.gather_elements": ("axis",), "onnx.unsqueeze": ("axes",),
+    "onnx.squeeze": ("axes",), "onnx.flatten": ("axis",), "onnx.reshape": ("shape", "allowzero"),
+    "onnx.expand": ("shape",), "onnx.slice": ("starts", "ends", "axes", "steps"), "onnx.reduce": ("axes", "keepdims"),
+}
 
 
 def _is_slot(value) -> bool:
@@ -34,9 +46,11 @@ def _is_slot(value) -> bool:
 
 class _Compiled:
     """A program's steps made ready to run: per step its function, fixed arguments and slot
-    arguments, and the results of earlier calls by the shapes they read (``shape_keyed``)."""
+    arguments, and the results of earlier calls by the shapes they read (``shape_keyed``), or,
+    for a program that also reads values (``constants`` given), the results of its steps that
+    read only constants and shapes (``static``)."""
 
-    def __init__(self, steps, shape_keyed):
+    def __init__(self, steps, shape_keyed, constants=None):
         from .host_ops import RUN
         from ..graph.numpy_nodes import getitem
         self.steps = steps   # held, so the id it is filed under is not reused
@@ -58,6 +72,45 @@ class _Compiled:
         self.shape_keyed = shape_keyed
         self.memo = {}
         self.checked = None
+        if constants is not None and not isinstance(constants, (list, tuple)):
+            raise ValueError(f"{PROGRAM}: constants must be a list of value slots, not {type(constants).__name__}")
+        self.constants = tuple(constants) if shape_keyed is None and constants else ()
+        self.static = self.static_keys = None   # found on the first call, from its values
+        self.small = ()
+
+    def _find_static(self, values) -> None:
+        """Which steps compute only from constants, small integer values and shapes: those reading
+        such values and results of such steps, and ``onnx.shape`` of a value whose shape follows
+        from the values' shapes (a value, or a result of a ``SHAPE_FROM_SHAPES`` step of such
+        values). Their results are the same for the same value shapes, constant arrays and small
+        integer values (shape arithmetic another program made: ``small_ints``), so they are kept
+        per key (``static``, a bool per step) and the others run on every call. The key is the
+        shapes of the other values (``static_keys``)."""
+        count = len(values)
+        self.small = tuple(i for i in range(count) if i not in self.constants and _small_ints(values[i]))
+        fixed = set(self.constants) | set(self.small)   # slots whose values follow from the key
+        shaped = set(range(count))    # slots whose shapes follow from the key
+        static, made = [], count
+        for (_, op, args, _), run in zip(self.steps, self.run):
+            out = run[-1]
+            width = 1 if out is None else _result_count(out)
+            reads = {key: [s["slot"] for s in _slots_in(value)] for key, value in args.items()}
+            if op == "onnx.shape":
+                ok = all(i in shaped for i in reads.get("x", ())) and all(
+                    i in fixed for key, slots in reads.items() if key != "x" for i in slots)
+            else:
+                ok = all(i in fixed for slots in reads.values() for i in slots)
+            made_here = range(made, made + width)
+            if ok:
+                fixed.update(made_here)
+                shaped.update(made_here)
+            elif op in SHAPE_FROM_SHAPES and all(i in shaped for slots in reads.values() for i in slots) and all(
+                    i in fixed for key in SHAPE_FROM_SHAPES[op] for i in reads.get(key, ())):
+                shaped.update(made_here)
+            static.append(ok)
+            made += width
+        self.static = static if any(static) else []
+        self.static_keys = tuple(i for i in range(count) if i not in fixed)
 
     def check(self, count: int, outputs) -> None:
         """Every slot a step reads is made before it, every output slot exists (a graph file may
@@ -72,6 +125,9 @@ class _Compiled:
         for slot in outputs:
             if type(slot) is not int or not 0 <= slot < made:
                 raise ValueError(f"{PROGRAM}: output slot {slot!r} is not one of the {made} slots it makes")
+        for slot in self.constants:
+            if type(slot) is not int or not 0 <= slot < count:
+                raise ValueError(f"{PROGRAM}: constant slot {slot!r} is not one of its {count} values")
         self.checked = (count, tuple(outputs))
 
     def __call__(self, values, outputs):
@@ -83,8 +139,25 @@ class _Compiled:
             found = self.memo.get(key)
             if found is not None:
                 return found
+        kept = keep = None
+        if self.constants:
+            if self.static is None:
+                self._find_static(values)
+            if self.static and all(_small_ints(values[i]) for i in self.small):
+                key = (tuple(tuple(values[i].shape) for i in self.static_keys),
+                       tuple(id(values[i]) for i in self.constants),
+                       tuple(values[i].tobytes() for i in self.small))
+                kept = self.memo.get(key)
+                if kept is None and len(self.memo) < _MEMO_SIZES:
+                    # the constants are held beside their results, so no other array takes their ids
+                    keep = ([values[i] for i in self.constants], [])
+                    static_key = key
+                key = None
         slots = list(values)
-        for name, function, fixed, direct, nested, out in self.run:
+        for index, (name, function, fixed, direct, nested, out) in enumerate(self.run):
+            if kept is not None and self.static[index]:
+                slots.extend(kept[1][index])
+                continue
             kwargs = dict(fixed)
             for k, i in direct:
                 kwargs[k] = slots[i]
@@ -96,10 +169,19 @@ class _Compiled:
                 raise ValueError(f"{name}: {exc}") from None
             except (ValueError, TypeError) as exc:
                 raise type(exc)(f"{name}: {exc}") from None
+            made = len(slots)
             if out is None:
                 slots.append(result)
             else:
                 slots.extend(value for _, value in sorted(by_output_index(out, result), key=lambda pair: pair[0]))
+            if keep is not None:
+                results = slots[made:] if self.static[index] else None
+                for array in results or ():
+                    if hasattr(array, "flags"):
+                        array.flags.writeable = False   # shared by every call with this key
+                keep[1].append(results)
+        if keep is not None:   # kept only once every step ran
+            self.memo[static_key] = keep
         found = tuple(slots[i] for i in outputs)
         if key is not None and len(self.memo) < _MEMO_SIZES:
             for array in found:
@@ -114,18 +196,26 @@ _MEMO_SIZES = 64       # input shapes remembered per program
 _PROGRAMS = 4096       # programs compiled per process, before the oldest are dropped
 
 
-def program(values, steps, outputs, shape_keyed=None):
+def program(values, steps, outputs, shape_keyed=None, constants=None):
     """Run ``steps`` ([name, op, args, out] each, ``{"slot": i}`` in args for the i-th value: the
     ``values`` first, then each step's results in order) and return the ``outputs`` slots. A
     program whose values are only constants and tensors whose shapes it reads (the slots listed
     in ``shape_keyed``) gives the same results for the same shapes: they are kept (read-only)
-    and given again."""
+    and given again. Otherwise ``constants`` lists the value slots that are the graph's
+    constants: the steps that read only those, shapes of values and results of such steps are
+    run once per shapes and constants and their results kept (read-only); the rest run on every
+    call (an attention mask built from the mask input's values, with its shape steps kept)."""
     compiled = _compiled.get(id(steps))
     if compiled is None or compiled.steps is not steps:
         if len(_compiled) >= _PROGRAMS:
             _compiled.pop(next(iter(_compiled)))
-        compiled = _compiled[id(steps)] = _Compiled(steps, shape_keyed)
+        compiled = _compiled[id(steps)] = _Compiled(steps, shape_keyed, constants)
     return compiled(values, outputs)
+
+
+def _small_ints(value) -> bool:
+    """Whether ``value`` is shape arithmetic: an integer array of at most one dim and 8 items."""
+    return type(value) is np.ndarray and value.dtype.kind in "iu" and value.ndim <= 1 and value.size <= 8
 
 
 def _slots_in(args) -> list:
@@ -252,9 +342,10 @@ def _program(nodes: list, members: list, needed: set, constants) -> Node:
                     read.setdefault(s["slot"], set()).add(op == "onnx.shape" and key == "x")
     shape_only = sorted(i for i, how in read.items() if how == {True})
     keyed = all(i in shape_only or values[i].name in constants for i in range(len(values)))
+    fixed = [i for i in range(len(values)) if values[i].name in constants]
     types = {name: t for i in members for name, t in zip(nodes[i].outputs, nodes[i].types)}
     first = nodes[members[0]].name
     return Node(name=f"{first}.program", op=PROGRAM,
                 args={"values": values, "steps": steps, "outputs": [slot_of[name] for name in out_names],
-                      "shape_keyed": shape_only if keyed else None},
+                      "shape_keyed": shape_only if keyed else None, "constants": None if keyed else fixed},
                 outputs=out_names, out=tuple(range(len(out_names))), types=[types[n] for n in out_names])

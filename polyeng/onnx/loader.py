@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..graph import common
 from ..graph.graph import Graph
 from ..graph.ir import Ref
 from . import model as onnx_model
@@ -80,7 +81,10 @@ def load(model, base_dir=None, max_bytes=None, disable_fusions=None) -> Graph:
         if vi.name not in b.values:
             raise ValueError(f"graph output {vi.name!r} is not computed by any node")
         outputs.append(b.ref(b.get(vi.name)))
-    nodes = host_programs.fuse(_live(b.nodes, outputs), b.constants, {v.name for v in inputs}, outputs)
+    nodes = _live(b.nodes, outputs)
+    if not graph_fusions.is_disabled(common.NAME, off):
+        nodes = common.eliminate(nodes, b.constants, [r.name for r in outputs])
+    nodes = host_programs.fuse(nodes, b.constants, {v.name for v in inputs}, outputs)
     used = {n for node in nodes for n in node.inputs} | {r.name for r in outputs}
     constants = {k: v for k, v in b.constants.items() if k in used}
     types_used = {k: v for k, v in b.graph_types.items()
