@@ -16,6 +16,7 @@ import threading
 
 import numpy as np
 
+from .._address import address
 from . import _constants as C
 from ._primitive import aligned_empty, desc_of, reorder
 
@@ -40,7 +41,7 @@ def constant(a: np.ndarray) -> bool:
 def packed_weight(prim, weight: np.ndarray) -> np.ndarray:
     """``weight`` in the layout ``prim`` chose for its weights (a byte buffer), reordered on first use."""
     target = prim.md(C.QUERY_WEIGHTS_MD)
-    key = (weight.ctypes.data, weight.shape, weight.strides, weight.dtype.str, id(prim))
+    key = (address(weight), weight.shape, weight.strides, weight.dtype.str, id(prim))
     with _lock:
         entry = _packed.get(key)
         if entry is not None and entry[0] is prim:

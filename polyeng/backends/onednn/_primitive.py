@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _constants as C
 from ...engine.threads import available_cores, get_num_threads
+from .._address import address
 from ._lib import ExecArg, OneDNNError, call, dims, engine, lib, new, set_threads, stream
 
 MAX_PRIMITIVES = 1024
@@ -220,7 +221,7 @@ class Primitive:
                 packed, memories = bound
                 pointers = self._pointers   # per argument (its memory object), whatever the binding
                 for arg, memory, array in zip(keys, memories, args.values()):
-                    pointer = array.ctypes.data
+                    pointer = address(array)
                     if pointers.get(arg) != pointer:   # a constant's, the scratch's: set once
                         l.dnnl_memory_set_data_handle(memory, pointer)
                         pointers[arg] = pointer
@@ -237,7 +238,7 @@ class Primitive:
                 memory = new("dnnl_memory_create", l.dnnl_primitive_desc_query_md(
                     self.pd, C.QUERY_EXEC_ARG_MD, arg), engine(), None)
                 fresh.append(memory)
-                l.dnnl_memory_set_data_handle(memory, array.ctypes.data)
+                l.dnnl_memory_set_data_handle(memory, address(array))
                 packed[i].arg, packed[i].memory = arg, memory
             self._execute(l, handle, n, count, packed)
         finally:

@@ -23,6 +23,7 @@ import numpy as np
 from ...engine import dtypes as dt
 from .. import _fused
 from ..basic import activation as basic_activation, arithmetic as basic_arithmetic, clip as basic_clip
+from .._address import address
 from .._loader import limit
 from . import _constants as C
 from . import conv
@@ -85,7 +86,7 @@ def _finite(a) -> bool:
         return True
     key = None
     if constant(a):
-        key = (a.ctypes.data, a.shape, a.strides, a.dtype.str)
+        key = (address(a), a.shape, a.strides, a.dtype.str)
         found = _finite_constants.get(key)
         if found is not None and found[0] is a:
             return found[1]
