@@ -61,6 +61,10 @@ CASES = [
     # whole axes
     ("softmax_axis1", lambda x: polyeng.softmax(x, axis=1), [X], [(4, 2, 5, 3)], True),
     ("log_softmax", polyeng.log_softmax, [X], [(4, 2, 5, 3)], True),
+    ("fused_softmax_mask", lambda x, m: polyeng.fused_softmax(x, m, nan_fill=0.0), [X, X[:, :1, :1] * 10],
+     [(4, 2, 5, 3), (3, 1, 1, 5)], True),
+    # a last block of width 1 makes the sum along axis 2 contiguous: numpy sums it pairwise (the last bit)
+    ("fused_softmax_numpy_mask", lambda x: polyeng.fused_softmax(x, V, axis=2), [X], [(4, 2, 5, 3)], False),
     ("layer_norm", lambda x: polyeng.layer_norm(x, (12, 10), GAMMA, BETA), [X], [(4, 2, 5, 3)], True),
     ("mean_axes", lambda x: polyeng.mean(x, axis=(1, 3)), [X], [(4, 2, 5, 3)], True),
     ("mean_keepdims", lambda x: polyeng.mean(x, axis=2, keepdims=True), [X], [(4, 2, 5, 3)], True),

@@ -37,7 +37,7 @@ def _traced():
 
 
 def test_fusions_are_listed_in_order():
-    assert list(fusions()) == ["common_subexpressions", "conv_residual", "conv_activation"]
+    assert list(fusions()) == ["common_subexpressions", "conv_residual", "conv_activation", "masked_softmax"]
     assert all(isinstance(text, str) for text in fusions().values())
     assert all("fused_conv" in fusions()[name] for name in ("conv_residual", "conv_activation"))
 
@@ -328,3 +328,60 @@ def test_a_repeated_node_that_is_a_graph_output_keeps_its_name():
     assert len(f.nodes) == 2 and [o.name for o in f.outputs] == [o.name for o in g.outputs]
     for got, want in zip(f(x), g(x)):
         np.testing.assert_array_equal(got, want)
+
+
+MASK = np.where(RNG.random((3, 1, 1, 16)) < 0.3, np.float32(np.finfo(np.float32).min), np.float32(0))
+
+
+def _attention(scores, mask):
+    """An exported attention's softmax: the mask added, softmax, NaNs (a row masked whole) to 0."""
+    p = polyeng.softmax(polyeng.add(scores, mask), axis=-1)
+    return polyeng.select(polyeng.isnan(p), np.float32(0.0), p)
+
+
+def _scores():
+    s = RNG.standard_normal((3, 2, 5, 16)).astype(np.float32)
+    s[0, 1, 2] = -np.inf   # a row of -inf: NaN from softmax, 0 after the guard
+    return s
+
+
+def test_attention_softmax_becomes_one_fused_softmax():
+    s = _scores()
+    g = trace(_attention, s, MASK)
+    f = fuse(g)
+    assert [n.op for n in f.nodes] == ["fused_softmax"], [n.op for n in f.nodes]
+    node = f.nodes[0]
+    assert node.args["nan_fill"] == 0.0 and node.meta["fusions"] == ["masked_softmax"] and len(node.meta["fused"]) == 4
+    assert "fused: masked_softmax x1" in str(f)
+    for engine in ENGINES:
+        with polyeng.compute_eng(engine):
+            got, want = f(s, MASK), g(s, MASK)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+        assert got[0, 1, 2].tolist() == [0.0] * 16
+    assert [n.op for n in fuse(g, disable="masked_softmax").nodes] == ["add", "softmax", "isnan", "select"]
+
+
+def test_masked_softmax_takes_what_only_it_reads():
+    s = _scores()
+
+    def add_read_twice(scores, mask):
+        y = polyeng.add(scores, mask)
+        p = polyeng.softmax(y)
+        return polyeng.select(polyeng.isnan(p), np.float32(0.0), p), y
+
+    def fill_from_an_input(scores, mask, fill):
+        p = polyeng.softmax(polyeng.add(scores, mask))
+        return polyeng.select(polyeng.isnan(p), fill, p)
+
+    def softmax_read_again(scores, mask):
+        p = polyeng.softmax(polyeng.add(scores, mask))
+        return polyeng.select(polyeng.isnan(p), np.float32(0.0), p), polyeng.relu(p)
+
+    ops = [n.op for n in fuse(trace(add_read_twice, s, MASK)).nodes]
+    assert ops == ["add", "fused_softmax"]            # the add is an output too: only the guard is taken
+    fill = np.full((1,), 0.5, np.float32)
+    g = trace(fill_from_an_input, s, MASK, fill)
+    assert [n.op for n in fuse(g).nodes] == ["fused_softmax", "isnan", "select"]   # the mask only
+    np.testing.assert_allclose(fuse(g)(s, MASK, fill), g(s, MASK, fill), rtol=1e-6)
+    assert [n.op for n in fuse(trace(softmax_read_again, s, MASK)).nodes] == ["fused_softmax", "isnan", "select",
+                                                                                 "relu"]

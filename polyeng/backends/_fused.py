@@ -4,6 +4,8 @@ The facts depend on shapes and dtypes only, so they are derived once per call si
 on the fused call's prepared facts."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..ops.catalogue import lookup
 
 
@@ -40,3 +42,25 @@ def finish(p, y, residual, arithmetic, activation, clip):
         step, attributes = step_prepared(p, op, {"x": y, **kwargs}, "x")
         y = getattr(clip if op == "clip" else activation, op)(step, y, **attributes)
     return y
+
+
+def composed_softmax(arithmetic, softmax, logical, select):
+    """The fused_softmax kernel made of an engine's family modules of arithmetic, softmax, logical
+    and select kernels: add the mask, softmax, then select the fill where isnan."""
+    def fused_softmax(p, x, mask, axis, nan_fill):
+        y = x
+        if mask is not None:
+            y = arithmetic.add(step_prepared(p, "add", {"a": x, "b": mask}, "a")[0], x, mask)
+        step, _ = step_prepared(p, "softmax", {"x": y, "axis": axis}, "x")
+        y = softmax.softmax(step, y, axis)
+        return y if nan_fill is None else fill_nan(p, y, nan_fill, logical, select)
+    return fused_softmax
+
+
+def fill_nan(p, y, nan_fill, logical, select):
+    """``y`` with its NaNs replaced by ``nan_fill``, with an engine's isnan and select kernels."""
+    nan = logical.isnan(step_prepared(p, "isnan", {"x": y}, "x")[0], y)
+    fill = np.asarray(nan_fill, y.dtype)
+    step, attributes = step_prepared(p, "select", {"cond": nan, "then": fill, "else_": y, "auto_broadcast": "numpy"},
+                                     "cond")
+    return select.select(step, nan, fill, y, attributes["auto_broadcast"])

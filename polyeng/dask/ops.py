@@ -187,6 +187,15 @@ def _softmax(c: LazyCall):
     return _along_axes(c, [c.args["axis"] % max(c.ndim, 1)] if c.ndim else [])
 
 
+def _masked_softmax(c: LazyCall):
+    """fused_softmax: x and the mask broadcast as add broadcasts them, the softmax axis whole."""
+    out = _LOOP[:c.ndim]
+    for name in ("x", "mask"):
+        if c.kwargs.get(name) is not None:
+            c.put(name, out[c.ndim - len(c.args[name].shape):])
+    return c.build(out, whole=out[c.args["axis"]] if c.ndim else "")
+
+
 def _layer_norm(c: LazyCall):
     k = len(c.args["normalized_shape"])
     return _along_axes(c, range(c.ndim - k, c.ndim), weights=("weight", "bias"))
@@ -381,7 +390,7 @@ def _reshape(c: LazyCall):
 
 # The chunking rules an OpSpec names (``OpSpec.chunking``): kinds of block structure, not ops.
 RULES = {
-    "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax,
+    "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax, "masked_softmax": _masked_softmax,
     "layer_norm": _layer_norm, "reduction": _reduction, "pooling": _pooling, "upsample": _upsample,
     "recurrent": _recurrent, "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape,
     "conv": _conv, "batch_norm": _batch_norm, "pad": _pad, "split": _split,

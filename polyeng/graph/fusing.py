@@ -11,6 +11,10 @@ lists the names with what each does.
 - ``conv_activation``: a convolution (or a ``fused_conv`` without an activation) whose result
   only an activation reads (relu, sigmoid, tanh, hardswish, hardsigmoid, silu, gelu, leaky_relu,
   or clip with number bounds) becomes ``fused_conv`` with that ``activation``.
+- ``masked_softmax`` (``fuse_softmax.py``): an attention's mask add, softmax and NaN guard become
+  ``fused_softmax``.
+
+Before them, ``common_subexpressions`` (``common.py``) drops a node that repeats an earlier one.
 
 A node is fused only where the value it swallows is read by that one node and is not a graph
 output, so nothing else changes. Pointwise convolutions (1x1, stride 1, no padding) are left
@@ -277,3 +281,6 @@ def conv_activation(nodes, context):
         activation, alpha, beta = _activation(reader)
         return {**_conv_args(conv), "activation": activation, "alpha": alpha, "beta": beta}
     return _rewrite(nodes, context, test, make, "conv_activation")
+
+
+from . import fuse_softmax  # noqa: E402,F401  (registers masked_softmax, after the convolution fusions)
