@@ -385,3 +385,10 @@ def test_masked_softmax_takes_what_only_it_reads():
     np.testing.assert_allclose(fuse(g)(s, MASK, fill), g(s, MASK, fill), rtol=1e-6)
     assert [n.op for n in fuse(trace(softmax_read_again, s, MASK)).nodes] == ["fused_softmax", "isnan", "select",
                                                                                  "relu"]
+
+
+def test_nans_of_other_signs_are_not_merged():
+    x = RNG.standard_normal(3).astype(np.float32)
+    g = trace(lambda x: polyeng.concat([polyeng.add(x, float("nan")), polyeng.add(x, -float("nan"))]), x)
+    assert [n.op for n in fuse(g).nodes].count("add") == 2
+    np.testing.assert_array_equal(np.signbit(fuse(g)(x)), np.signbit(g(x)))

@@ -208,3 +208,21 @@ def test_a_program_with_bad_constant_slots_is_a_value_error():
         program([np.ones(3)], steps, [1], None, [4])
     with pytest.raises(ValueError, match=r"constants must be a list of value slots"):
         program([np.ones(3)], [["t", "onnx.shape", {"x": {"slot": 0}}, 0]], [1], None, 7)
+
+
+def test_a_kept_step_never_holds_or_freezes_the_callers_array():
+    """Small integer inputs are read by value: a step whose result is a view of such an input (or
+    the input itself) runs on every call, so a caller reusing its buffer gets its new values, and
+    the caller's array stays writeable."""
+    nodes = [constant("ax0", i64(0)), node("Unsqueeze", ["idx", "ax0"], ["u"]), node("Squeeze", ["u", "ax0"], ["y"]),
+             node("Cast", ["idx"], ["b"], to=9),
+             constant("big", np.array(-1e4, np.float32)), constant("zero", np.array(0.0, np.float32)),
+             node("Where", ["b", "zero", "big"], ["z"])]
+    graph = polyeng.onnx.load(build(nodes, [("idx", I64, ["K"])], [("y", I64), ("z", F32)]))
+    buf = np.array([1, 2, 3], np.int64)
+    assert graph(buf)[0].tolist() == [1, 2, 3]
+    buf[:] = [7, 0, 9]                      # the caller's next request, in the same buffer
+    y, z = graph(buf)
+    assert y.tolist() == [7, 0, 9] and z.tolist() == [0.0, -1e4, 0.0]
+    assert graph(np.array([1, 2, 3], np.int64))[0].tolist() == [1, 2, 3]
+    assert buf.flags.writeable

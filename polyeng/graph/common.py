@@ -14,6 +14,7 @@ arithmetic, masks' fill values, scalars); larger ones (weights) only by name.
 from __future__ import annotations
 
 import dataclasses
+import struct
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def _key(value):
             items.append((k, part))
         return ("dict", tuple(sorted(items)))
     if kind is float:
-        return ("float", repr(value))   # -0.0 and 0.0 differ, NaN equals NaN
+        return ("float", struct.pack("<d", value))   # every bit: -0.0 and 0.0 differ, so do NaNs' signs
     if kind in (int, bool, str, type(None)):
         return (kind.__name__, value)
     if isinstance(value, np.dtype):

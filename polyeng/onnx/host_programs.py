@@ -146,7 +146,7 @@ class _Compiled:
             if self.static and all(_small_ints(values[i]) for i in self.small):
                 key = (tuple(tuple(values[i].shape) for i in self.static_keys),
                        tuple(id(values[i]) for i in self.constants),
-                       tuple(values[i].tobytes() for i in self.small))
+                       tuple((values[i].dtype.str, values[i].shape, values[i].tobytes()) for i in self.small))
                 kept = self.memo.get(key)
                 if kept is None and len(self.memo) < _MEMO_SIZES:
                     # the constants are held beside their results, so no other array takes their ids
@@ -155,7 +155,7 @@ class _Compiled:
                 key = None
         slots = list(values)
         for index, (name, function, fixed, direct, nested, out) in enumerate(self.run):
-            if kept is not None and self.static[index]:
+            if kept is not None and self.static[index] and kept[1][index] is not None:
                 slots.extend(kept[1][index])
                 continue
             kwargs = dict(fixed)
@@ -176,6 +176,8 @@ class _Compiled:
                 slots.extend(value for _, value in sorted(by_output_index(out, result), key=lambda pair: pair[0]))
             if keep is not None:
                 results = slots[made:] if self.static[index] else None
+                if results and any(_aliases(r, values, self.constants) for r in results):
+                    results = None   # a view of (or the very) input: run again on every call
                 for array in results or ():
                     if hasattr(array, "flags"):
                         array.flags.writeable = False   # shared by every call with this key
@@ -211,6 +213,15 @@ def program(values, steps, outputs, shape_keyed=None, constants=None):
             _compiled.pop(next(iter(_compiled)))
         compiled = _compiled[id(steps)] = _Compiled(steps, shape_keyed, constants)
     return compiled(values, outputs)
+
+
+def _aliases(result, values, constants) -> bool:
+    """Whether ``result`` may share memory with a value that is not a constant (the caller's array,
+    which the caller may change or reuse: such a result is never kept, nor made read-only)."""
+    if not isinstance(result, np.ndarray):
+        return False
+    return any(i not in constants and isinstance(v, np.ndarray) and np.may_share_memory(result, v)
+               for i, v in enumerate(values))
 
 
 def _small_ints(value) -> bool:
