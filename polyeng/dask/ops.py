@@ -174,26 +174,18 @@ def _linear(c: LazyCall):
 
 
 def _along_axes(c: LazyCall, axes, *, weights=()):
+    """x and the optional ``weights`` on the result's trailing axes (each broadcast as numpy
+    broadcasts it: fused_softmax's mask may also grow x), the ``axes`` whole."""
     out = _LOOP[:c.ndim]
     whole = "".join(out[a] for a in axes)
-    c.put("x", out)
-    for name in weights:
+    for name in ("x",) + tuple(weights):
         if c.kwargs.get(name) is not None:
             c.put(name, out[c.ndim - len(c.args[name].shape):])
     return c.build(out, whole=whole)
 
 
-def _softmax(c: LazyCall):
-    return _along_axes(c, [c.args["axis"] % max(c.ndim, 1)] if c.ndim else [])
-
-
-def _masked_softmax(c: LazyCall):
-    """fused_softmax: x and the mask broadcast as add broadcasts them, the softmax axis whole."""
-    out = _LOOP[:c.ndim]
-    for name in ("x", "mask"):
-        if c.kwargs.get(name) is not None:
-            c.put(name, out[c.ndim - len(c.args[name].shape):])
-    return c.build(out, whole=out[c.args["axis"]] if c.ndim else "")
+def _softmax(c: LazyCall):   # softmax, log_softmax and fused_softmax (with its mask)
+    return _along_axes(c, [c.args["axis"] % max(c.ndim, 1)] if c.ndim else [], weights=("mask",))
 
 
 def _layer_norm(c: LazyCall):
@@ -390,7 +382,7 @@ def _reshape(c: LazyCall):
 
 # The chunking rules an OpSpec names (``OpSpec.chunking``): kinds of block structure, not ops.
 RULES = {
-    "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax, "masked_softmax": _masked_softmax,
+    "elementwise": _elementwise, "matmul": _matmul, "linear": _linear, "softmax": _softmax,
     "layer_norm": _layer_norm, "reduction": _reduction, "pooling": _pooling, "upsample": _upsample,
     "recurrent": _recurrent, "embedding": _embedding, "concat": _concat, "permute": _permute, "reshape": _reshape,
     "conv": _conv, "batch_norm": _batch_norm, "pad": _pad, "split": _split,

@@ -1,9 +1,9 @@
 """fused_softmax on NUMBA: ``softmax(x + mask)`` with NaNs filled, one pass over each row.
 
-Along the last axis of f32 or f64 data, each row of x has its mask row added (in x's dtype, as
-``add`` does) into a scratch row while it sits in L1, is reduced as ``softmax.py``'s ``_rows``
-reduces it (maximum ignoring NaN, exps of the shifted values, one reciprocal of their sum), and
-is written once, with every NaN replaced by the fill. The mask is read through a row index per
+Along the last axis of f32 or f64 data, each row of x is reduced as ``softmax.py``'s ``_rows``
+reduces it (maximum ignoring NaN, exps of the shifted values into a scratch row, one reciprocal
+of their sum) with its mask row added to each element as it is read (in x's dtype, as ``add``
+does), and is written once, with every NaN replaced by the fill. The mask is read through a row index per
 row of x, so a mask broadcast over heads or query rows is never expanded. Other axes and 16-bit
 storage run NUMBA's add, softmax, isnan and select kernels one after another.
 """
