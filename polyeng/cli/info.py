@@ -66,6 +66,7 @@ def report() -> str:
             f"  verbose level:  {verbose.level()}",
             f"  plugin autoload: {'on' if autoload_enabled() else 'off (POLYENG_DISABLE_PLUGIN_AUTOLOAD)'}"]
     threads = thread_policy()
+    from ..engine import thread_trials
     numba, blas = threads["pools"].get("numba"), threads["blas"]
     out += ["", "threads:",
             f"  budget:         {threads['num_threads']} (default {threads['default']}: {threads['source']}; "
@@ -76,7 +77,10 @@ def report() -> str:
                                      f"{blas['threads']} threads; small products on 1, large on the budget"
                                      if blas else "not driven (not an OpenBLAS with its own threads)"),
             f"  now:            {threads['threads_now']} threads for a parallel kernel "
-            f"(fewer while other processes keep cores busy)"]
+            f"(fewer while other processes keep cores busy)",
+            "  per kernel:     " + ("the budget or one thread, whichever its first calls ran faster on "
+                                    "(NUMBA launches and ONEDNN primitives)" if thread_trials.enabled
+                                    else "the budget (trials off)")]
     from ..engine import memory
     kept = memory.keep_freed_memory()   # what a graph's first run does
     out += ["", "memory:", "  freed memory:   " + ("kept for the next run; " if kept["kept"] else "given back (") + kept["why"]

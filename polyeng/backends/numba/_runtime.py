@@ -15,7 +15,8 @@
   parallel launch wakes numba's workers; when another process keeps a core busy they wait
   for it, and a small call took 8-24 ms instead of 0.02-0.2 ms (``benchmarks/contention.py``).
   A larger one runs on polyeng's thread budget, as the machine's load allows it
-  (``engine/threads.py``).
+  (``engine/threads.py``), or on one thread where its first calls ran faster there
+  (``engine/thread_trials.py``).
 - ``start_pool``: numba's pool is started by polyeng's thread policy, once: one worker per core
   this process may use, and workers that sleep between kernels instead of spinning on the
   cores numpy's BLAS threads need next (``OMP_WAIT_POLICY=PASSIVE`` while libgomp loads, or the
@@ -28,12 +29,14 @@ import os
 import sys
 import threading
 import warnings
+from time import perf_counter
 
 import numba
 from numba import get_num_threads, set_num_threads
 from numba.core.errors import NumbaIRAssumptionWarning
 
 from ...engine.signal_safe import settle
+from ...engine.thread_trials import Trials
 from ...engine.threads import available_cores, libgomp_known_passive, libgomp_loaded, record_pool, threads_now
 
 FASTMATH = {"reassoc", "contract"}
@@ -110,6 +113,7 @@ def _lock_path(dispatcher):
         return None
 
 
+trials = Trials()   # per kernel and output size: its first calls tell whether one thread is faster
 _SERIAL_BYTES = 256 * 1024   # below this much output a launch stays on the calling thread
 
 
@@ -127,18 +131,31 @@ def threads_for(out_nbytes) -> int:
 def launch(kernel, out_nbytes, *args):
     """Run a parallel ``kernel`` under ``launch_lock`` on ``threads_for(out_nbytes)`` threads: one
     writing under ``_SERIAL_BYTES`` runs on the calling thread alone (waking the pool, and on a
-    busy machine waiting for a core, costs far more than such a call)."""
+    busy machine waiting for a core, costs far more than such a call). A larger one runs on the
+    budget or on one thread, whichever the first calls of this kernel at this output size ran
+    faster on (``engine/thread_trials.py``)."""
     with launch_lock:
         get, put = _thread_count_controls()
         threads = get()   # numba's count for this thread: a numba.set_num_threads of the user's caps the call
-        wanted = min(threads_for(out_nbytes), threads)
-        if threads == wanted:
+        wanted = budget = min(threads_for(out_nbytes), threads)
+        timed = False
+        if budget > 1:   # the budget or one thread, whichever its first calls ran faster on
+            key = (kernel, out_nbytes, budget)
+            wanted, timed = trials.choose(key, budget)
+        if threads == wanted and not timed:
             return kernel(*args)
         try:   # set inside the try: an interrupt right after setting still restores the count
-            put(wanted)
-            return kernel(*args)
+            if threads != wanted:
+                put(wanted)
+            if not timed:
+                return kernel(*args)
+            began = perf_counter()
+            result = kernel(*args)
+            trials.record(key, budget, wanted, perf_counter() - began)
+            return result
         finally:
-            settle(put, threads)   # no signal can skip it (engine/signal_safe.py)
+            if threads != wanted:
+                settle(put, threads)   # no signal can skip it (engine/signal_safe.py)
 
 
 _pool: dict = {}

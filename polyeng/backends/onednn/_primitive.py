@@ -14,11 +14,13 @@ from __future__ import annotations
 import collections
 import ctypes
 import threading
+from time import perf_counter
 
 import ml_dtypes
 import numpy as np
 
 from . import _constants as C
+from ...engine.thread_trials import Trials
 from ...engine.threads import available_cores, get_num_threads
 from .._address import address
 from ._lib import ExecArg, OneDNNError, call, dims, engine, lib, new, set_threads, stream
@@ -200,7 +202,10 @@ class Primitive:
     def run(self, args: dict, threads: int) -> None:
         """Execute with ``args``: ``DNNL_ARG_*`` -> numpy array laid out as the primitive's descriptor
         of that argument says (the caller made it so). Blocks until done."""
-        n = min(threads, self.threads)
+        n = budget = min(threads, self.threads)
+        timed = False
+        if n > 1:   # the budget or one thread, whichever its first calls ran faster on
+            n, timed = trials.choose((id(self), n), n)
         handle, scratch = self.handle, self.scratch
         if n != self.threads and use_variants:
             variant = self._variants.get(n, _MISSING)
@@ -225,7 +230,12 @@ class Primitive:
                     if pointers.get(arg) != pointer:   # a constant's, the scratch's: set once
                         l.dnnl_memory_set_data_handle(memory, pointer)
                         pointers[arg] = pointer
-                self._execute(l, handle, n, len(keys), packed)
+                if timed:
+                    began = perf_counter()
+                    self._execute(l, handle, n, len(keys), packed)
+                    trials.record((id(self), budget), budget, n, perf_counter() - began)
+                else:
+                    self._execute(l, handle, n, len(keys), packed)
             finally:
                 self._lock.release()
             return
@@ -314,6 +324,7 @@ class Primitive:
 
 
 _MISSING = object()
+trials = Trials()   # per primitive and budget: its first calls tell whether one thread is faster
 use_variants = True   # runs on fewer threads than a primitive was made for take a variant made for them
 _variants_lock = threading.Lock()
 _default_attr: list = []
