@@ -60,6 +60,27 @@ def test_matches_onnxruntime(name, exporter, engine):
         assert relative_error(got, want) <= 1e-4, f"{name} ({exporter}) on {engine or 'default'} at batch {batch}"
 
 
+@pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available, reason="onednn is unavailable")
+@pytest.mark.parametrize("name, exporter", CASES, ids=IDS)
+def test_planned_runs_take_onednn_programs_and_match_onnxruntime(name, exporter, monkeypatch):
+    """A second run of a signature executes the convolution nodes as oneDNN programs
+    (``polyeng/graph/segments.py``); the CNNs are held by them nearly whole."""
+    from polyeng.backends.onednn import segment
+    taken = []
+    real = segment.Program.run
+    monkeypatch.setattr(segment.Program, "run",
+                        lambda self, arrays: (lambda out: taken.append(out is not None) or out)(real(self, arrays)))
+    _, graph, runs = model(name, exporter)
+    for batch, (x, want) in runs.items():
+        graph(x)
+        got = graph(x)
+        assert relative_error(got, want) <= 1e-4, f"{name} ({exporter}) as oneDNN programs at batch {batch}"
+    program = graph._compiled()
+    held = sum(stop - first for first, stop in program.segment_spans)
+    if name != "vit":   # the ViT's convolution is its patch embedding alone
+        assert any(taken) and held >= len(program.steps) - 4, (name, program.segment_spans, len(program.steps))
+
+
 def torch_bf16_error(name: str) -> float:
     """PyTorch's own bf16 autocast error on the model, relative to its f32 output's largest magnitude."""
     module, x = vision_zoo.build(name), vision_zoo.example_input(name, 3)

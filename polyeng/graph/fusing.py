@@ -15,6 +15,8 @@ lists the names with what each does.
   ``fused_softmax``.
 
 Before them, ``common_subexpressions`` (``common.py``) drops a node that repeats an earlier one.
+Last, ``onednn_programs`` (``segments.py``) marks the nodes a oneDNN program may hold; a planned
+run executes runs of them as one program.
 
 A node is fused only where the value it swallows is read by that one node and is not a graph
 output, so nothing else changes. Pointwise convolutions (1x1, stride 1, no padding) are left
@@ -136,6 +138,9 @@ def _common_subexpressions(nodes, context):
 def summary(graph) -> str:
     """One line counting the fusions a graph's nodes were made by, or "" when none."""
     counts = Counter(f for node in graph.nodes for f in node.meta.get("fusions", ()))
+    marked = sum(bool(node.meta.get(_segments.NAME)) for node in graph.nodes)
+    if marked:
+        counts[_segments.NAME] = marked
     if not counts:
         return ""
     return "fused: " + ", ".join(f"{name} x{count}" for name, count in counts.items())
@@ -284,3 +289,8 @@ def conv_activation(nodes, context):
 
 
 from . import fuse_softmax  # noqa: E402,F401  (registers masked_softmax, after the convolution fusions)
+from . import segments as _segments  # noqa: E402
+
+fusion(_segments.NAME, "f32 convolutions, activations, pooling, add/mul, image means and channel concats are "
+                       "marked; the runner executes runs of 3 or more of them as one oneDNN program "
+                       "(blocked layouts kept between them; graphs.md)")(_segments.mark)

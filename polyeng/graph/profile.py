@@ -5,7 +5,8 @@ around it in the runner (validation, dispatch, the kernel and the release of dea
 node costs the run). Per node the median over the runs is kept, so one slow run does not skew it;
 the whole run's median (``run_ms``) is taken from the same runs, and what it has beyond the
 nodes' sum (``outside_ms``) is the graph's own cost: binding the inputs, the plan look-up, the
-outputs. Engines are the selector's decisions (``graph.explain``) for these inputs.
+outputs. Engines are the selector's decisions (``graph.explain``) for these inputs. A run of
+nodes executed as one oneDNN program (``segments.py``) is one row, op ``onednn program``.
 """
 from __future__ import annotations
 
@@ -75,6 +76,11 @@ def profile_graph(graph, inputs: list, repeat: int = 10) -> Profile:
     total = sum(medians) or 1.0
     nodes = [{"name": step.node.name, "op": step.node.op, "engine": engines.get(step.node.name, ""), "ms": ms,
               "share": ms / total} for step, ms in zip(program.steps, medians)]
+    for first, stop in reversed(program.segment_spans):   # a oneDNN program's nodes: one row, timed as one
+        steps = program.steps[first:stop]
+        ms = sum(medians[first:stop])
+        nodes[first:stop] = [{"name": f"{steps[0].node.name} .. {steps[-1].node.name} ({len(steps)} nodes)",
+                              "op": "onednn program", "engine": "onednn", "ms": ms, "share": ms / total}]
     by_op, count = defaultdict(float), defaultdict(int)
     for n in nodes:
         by_op[n["op"]] += n["ms"]

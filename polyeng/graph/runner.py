@@ -27,12 +27,14 @@ import time
 
 
 from ..engine import dispatch, memory, mixed_precision, verbose
+from ..engine.errors import warn_once
 from ..engine import fpmath
 from ..engine.call import map_arrays
 from ..engine.plan_cache import _Uncacheable, _signature
 from ..engine.plugins import registry
 from ..engine.settings import current_scope
 from ..ops.catalogue import lookup as op_spec
+from . import segments
 from .ir import Ref, by_output_index, contains_ref, fill, leaves
 
 MAX_PLANS = 64
@@ -116,6 +118,7 @@ class Program:
         self.released = _last_uses(self.steps, {self.slot[v.name] for v in graph.outputs})
         self.plans: dict = {}
         self.device_constants: dict = {}   # engine -> [(slot, device tensor)]
+        self.segment_spans: list = []      # (first, stop) of the runs of nodes the last plan made programs of
         self._lock = threading.Lock()
 
     # --- one run ---------------------------------------------------------------------------------
@@ -154,7 +157,10 @@ class Program:
                 self._walk(env, entries, reg, None, start=i + 1, times=times)
         else:
             entries = [_FIRST] * len(self.steps)
-            self._walk(env, entries, reg, observe, times=times)
+            recorded = {} if key is not None and segments.wanted(self, engine) else None
+            self._walk(env, entries, reg, observe, times=times, recorded=recorded)
+            if recorded:
+                self._segments(entries, recorded)
         if key is not None:
             with self._lock:
                 if len(self.plans) >= MAX_PLANS:
@@ -162,7 +168,21 @@ class Program:
                 self.plans[key] = entries
         return env
 
-    def _walk(self, env, entries, reg, observe, start: int = 0, times=None):
+    def _segments(self, entries, recorded):
+        """Runs of nodes of this plan that run as one oneDNN program (``segments.py``)."""
+        dead = {slot for slots in self.released for slot in slots}
+        kept = {slot for step in self.steps for slot in step.out_slots if slot not in dead}   # the outputs
+        try:
+            spans = segments.plan(self, entries, recorded, kept)
+        except Exception as exc:   # the nodes run one by one, as planned
+            warn_once(("segments", type(exc).__name__, str(exc)),
+                      RuntimeWarning(f"graph: no oneDNN programs for this graph ({type(exc).__name__}: {exc})"),
+                      stacklevel=2)
+            return
+        if spans:
+            self.segment_spans = spans
+
+    def _walk(self, env, entries, reg, observe, start: int = 0, times=None, recorded=None):
         """Run every node from ``start`` in order: a planned node through its bound plan, a host op
         by calling it, any other node the ordinary way. A first run (entries ``_FIRST``) fills in
         each node's entry for the next run with this signature. A host op's result is the one value
@@ -171,10 +191,24 @@ class Program:
         level = verbose.level()   # read once a run: no node changes it
         steps, released = self.steps, self.released
         clock = time.perf_counter if times is not None else None
-        for i in range(start, len(steps)):
+        i, count = start - 1, len(steps)
+        while True:
+            i += 1
+            if i >= count:
+                break
             if clock is not None:
                 began = clock()
             step, entry = steps[i], entries[i]
+            if type(entry) is segments.Segment:   # a run of nodes as one oneDNN program
+                if not level and entry.run(env):
+                    for k in range(i, entry.stop):
+                        for s in released[k]:
+                            env[s] = None
+                    if clock is not None:
+                        times[i] += clock() - began
+                    i = entry.stop - 1
+                    continue
+                entry = entry.original   # the nodes one by one
             if type(entry) is _Planned:   # planned: its bound plan, no validation
                 result = entry.execute(_arguments(entry.fixed, entry.simple, entry.nested, env), True, level)
                 if step.single is not None:
@@ -195,7 +229,7 @@ class Program:
                         elif entry.signature != signature:
                             raise _Diverged(i, signature)
                 elif entry is _FIRST:
-                    entries[i] = self._plan_and_run(step, kwargs, env, reg, level)
+                    entries[i] = self._plan_and_run(step, kwargs, env, reg, level, recorded, i)
                 else:
                     step.store(dispatch.run(step.spec, **kwargs), env)
             for s in released[i]:
@@ -203,7 +237,7 @@ class Program:
             if clock is not None:
                 times[i] += clock() - began
 
-    def _plan_and_run(self, step, kwargs, env, reg, level):
+    def _plan_and_run(self, step, kwargs, env, reg, level, recorded=None, index=None):
         """Run a node the ordinary way (validate, plan, execute) and return its planned entry, or
         None when later runs must validate again (validation made new arrays, or the plan is not
         one the decision cache keeps)."""
@@ -219,6 +253,10 @@ class Program:
                 aliased |= slot_of_id.setdefault(id(env[s]), s) != s
             if not aliased and _arrays_are_inputs(args, slot_of_id, step.fixed):
                 entry = _Planned(plan, args, slot_of_id, step.fixed)
+        if recorded is not None and entry is not None:
+            found = segments.facts(step, args, plan)
+            if found is not None:
+                recorded[index] = found
         step.store(plan.execute(args, True, level), env)
         return entry
 

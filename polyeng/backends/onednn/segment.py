@@ -1,0 +1,410 @@
+"""A run of a graph's convolution-network nodes as one oneDNN program: every value between them
+stays in the layout the primitive that makes it chose (channels blocked by 16, mostly), in
+buffers made once, and each node is one primitive execution.
+
+Run node by node, each convolution reorders its input into oneDNN's blocked layout and its
+result back, and each call pays its own dispatch. ``build`` takes the nodes of one call
+signature (``Step``: the op, its validated facts, which values it reads and makes) and makes the
+primitives: convolutions (a following activation, and fused_conv's residual, as post-ops),
+pooling, elementwise activations, binary add and mul (a squeeze-excite scale broadcast over the
+image), the spatial mean and concatenation along channels. The program's inputs are read as
+they lie (plain, C-contiguous) and its outputs are written to new plain arrays.
+
+Special values: oneDNN's post-ops and pooling do not keep polyeng's NaN and infinity rules
+(``fused.py``). A program runs only when no value in it can leave the finite range: from a
+bound of each input (the square root of its sum of squares, else its largest magnitude) and of
+each constant (a convolution's largest row sum of absolute weights), each step's bound follows
+(a convolution: input bound x row sum + bias bound + residual bound; an activation at most its
+input's or 1; add the sum, mul the product, pooling, mean and concat the largest), and every one
+must stay below ``LIMIT``. Otherwise ``run`` returns None and the nodes run one by one.
+
+``run`` returns None too while another thread runs the same program (its buffers are one set).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import threading
+
+import numpy as np
+
+from . import _constants as C
+from ._lib import dims, new
+from ._primitive import Attr, Desc, Primitive, aligned_empty, data_type, desc, desc_any, reorder
+from ._packed import packed_weight
+from ._threads import threads_for
+from .fused import POST_OPS
+from .pooling import _kind as pooling_kind, _padding_right
+
+F32 = np.dtype(np.float32)
+LIMIT = 1e36   # bounds above this might overflow somewhere (hardswish's formula passes f32's maximum from 5.7e37)
+
+# activation -> bound of the result from the bound b of its input
+BOUNDED = {"sigmoid": lambda b, a, c: 1.0, "tanh": lambda b, a, c: 1.0, "hardsigmoid": lambda b, a, c: 1.0,
+           "relu": lambda b, a, c: b, "hardswish": lambda b, a, c: b, "silu": lambda b, a, c: b,
+           "leaky_relu": lambda b, a, c: b * max(1.0, abs(a)),
+           "clip": lambda b, a, c: max(min(b, max(abs(a), abs(c))), 0.0),
+           "none": lambda b, a, c: b}
+ELTWISE_OPS = {"relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "leaky_relu", "clip"}
+OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul", "mean", "concat"}) | ELTWISE_OPS
+
+
+class Unsupported(Exception):
+    """These nodes do not make a program (the graph runs them one by one); ``index``: the step
+    that does not fit, where one does not."""
+    index = None
+
+
+class Step:
+    """One node: ``op``, its validated arguments' facts (``attrs``: options; arrays by value name
+    in ``reads``: argument -> value name, or a list of names for concat), the value it makes
+    (``out``, of shape ``shape``) and its prepared facts."""
+    __slots__ = ("op", "reads", "attrs", "out", "shape", "prepared")
+
+    def __init__(self, op, reads, attrs, out, shape, prepared):
+        self.op, self.reads, self.attrs, self.out, self.shape, self.prepared = op, reads, attrs, out, tuple(shape), prepared
+
+
+def _activation(step):
+    """(name, alpha, beta) of an eltwise step's activation, in fused_conv's terms."""
+    a = step.attrs
+    if step.op == "leaky_relu":
+        return "leaky_relu", float(a["negative_slope"]), 0.0
+    if step.op == "clip":
+        lo, hi = a.get("min"), a.get("max")
+        if not all(isinstance(v, (int, float, np.floating, np.integer)) for v in (lo, hi)):
+            raise Unsupported("clip with bounds that are not numbers")
+        return "clip", float(lo), float(hi)
+    return step.op, 0.0, 0.0
+
+
+class Program:
+    """The primitives of a run of nodes and the buffers between them, for one call signature."""
+
+    def __init__(self, steps, inputs, outputs, constants, shapes):
+        """``inputs``: value names read from outside, in ``run``'s order; ``outputs``: value names
+        wanted outside, in the order ``run`` returns them; ``constants``: name -> array;
+        ``shapes``: name -> shape of every input."""
+        self.inputs, self.outputs = list(inputs), list(outputs)
+        self.lock = threading.Lock()
+        self.md = {}          # value -> Desc of its layout
+        self.shape = dict(shapes)
+        self.buffer = {}      # value -> byte buffer (internal values)
+        self.calls = []       # (primitive, {arg: ("buf", array) | ("in", i) | ("out", i)}, work)
+        self.bound_steps = []  # (kind, out, reads, facts) for the bound walk
+        self.keep = []
+        self.final_shape = {}  # value -> the shape its output array is returned in, where not its own
+        readers = self.readers = {}
+        for s in steps:
+            for name in _names(s.reads):
+                readers.setdefault(name, []).append(s)
+        for name in self.inputs:
+            if self.shape[name] is None or len(self.shape[name]) != 4:
+                raise Unsupported(f"input {name} is not 4-D")
+            self.md[name] = desc(self.shape[name], F32)
+        folded = set()
+        for i, s in enumerate(steps):
+            if id(s) in folded:
+                continue
+            after = None   # an activation that alone reads this convolution's result: a post-op
+            if s.op in ("conv2d", "fused_conv") and (s.op == "conv2d" or s.attrs["activation"] == "none"):
+                nxt = readers.get(s.out, [])
+                if len(nxt) == 1 and nxt[0].op in ELTWISE_OPS and s.out not in self.outputs:
+                    after = nxt[0]
+                    folded.add(id(after))
+            try:
+                self._step(s, after, constants)
+            except Unsupported as exc:
+                exc.index = i
+                raise
+            except Exception as exc:   # oneDNN turned a primitive down
+                error = Unsupported(f"{s.op}: {exc}")
+                error.index = i
+                raise error from exc
+        for name in self.outputs:
+            if name not in self.md:
+                raise Unsupported(f"output {name} is not made here")
+        self.finals = []   # (index of output, reorder primitive or None)
+        for k, name in enumerate(self.outputs):
+            shape = self.shape[name]
+            plain = desc(shape if len(shape) == 4 else shape + (1,) * (4 - len(shape)), F32)
+            self.finals.append((k, name, reorder(self.md[name], plain), plain))
+
+    # --- building ------------------------------------------------------------------------------
+    def _value(self, name):
+        if name not in self.md:
+            raise Unsupported(f"value {name} is read before it is made")
+        return self.md[name]
+
+    def _made(self, name, prim, query=C.QUERY_DST_MD):
+        md = prim.md(query)
+        copy = Desc(_clone(md))
+        self.md[name] = copy
+        self.buffer[name] = aligned_empty(max(copy.size, 64))
+        return copy
+
+    def _arg(self, name):
+        if name in self.buffer:
+            return ("buf", self.buffer[name])
+        return ("in", self.inputs.index(name))
+
+    def _step(self, s, after, constants):
+        op = s.op
+        if op in ("conv2d", "fused_conv"):
+            self._conv(s, after, constants)
+            if after is not None:
+                self.shape[after.out] = after.shape
+        elif op in ELTWISE_OPS:
+            name, alpha, beta = _activation(s)
+            alg = POST_OPS[name](alpha, beta)
+            x = s.reads["x"]
+            md = self._value(x)
+            prim = Primitive("dnnl_eltwise_forward_primitive_desc_create", C.FORWARD_INFERENCE, alg[0], md.handle,
+                             md.handle, float(alg[1]), float(alg[2]), None, keep=(md,))
+            self._made(s.out, prim)
+            self.calls.append((prim, {C.ARG_SRC: self._arg(x), C.ARG_DST: self._arg(s.out)}, math.prod(s.shape)))
+            self.bound_steps.append(("act", s.out, (x,), (name, alpha, beta)))
+        elif op in ("max_pool2d", "avg_pool2d"):
+            self._pool(s)
+        elif op in ("add", "mul"):
+            self._binary(s, constants)
+        elif op == "mean":
+            self.shape[s.out] = self._mean(s)
+            return
+        elif op == "concat":
+            self._concat(s)
+        else:
+            raise Unsupported(f"{op} has no step here")
+        self.shape[s.out] = s.shape
+
+    def _conv(self, s, after, constants):
+        g = s.prepared.geometry
+        a = s.attrs
+        if len(s.shape) != 4 or g.algorithm is None:
+            raise Unsupported("not a 2-D convolution")
+        w = constants.get(s.reads.get("weight"))
+        if w is None or w.dtype != F32:
+            raise Unsupported("a weight that is not an f32 constant")
+        b = constants.get(s.reads.get("bias")) if s.reads.get("bias") is not None else None
+        if s.reads.get("bias") is not None and (b is None or b.dtype != F32):
+            raise Unsupported("a bias that is not an f32 constant")
+        x = s.reads["x"]
+        src = self._value(x)
+        residual = s.reads.get("residual")
+        activation = (a.get("activation", "none"), float(a.get("alpha", 0.0) or 0.0), float(a.get("beta", 0.0) or 0.0))
+        if after is not None:
+            activation = _activation(after)
+        if activation[0] not in BOUNDED or (activation[0] != "none" and activation[0] not in POST_OPS):
+            raise Unsupported(f"activation {activation[0]}")
+        if activation[0] == "leaky_relu" and np.float32(activation[1]) == 0:
+            raise Unsupported("leaky_relu of slope 0")   # oneDNN's max(x, 0)
+        post = []
+        if residual is not None:
+            post.append(("binary", C.BINARY_ADD, self._value(residual)))
+        if activation[0] != "none":
+            post.append(("eltwise",) + tuple(POST_OPS[activation[0]](activation[1], activation[2])))
+        if g.groups > 1:
+            so = w.strides[0]
+            wv = np.lib.stride_tricks.as_strided(w, (g.groups, g.group_out) + w.shape[1:],
+                                                 (g.group_out * so,) + w.strides, writeable=False)
+        else:
+            wv = w
+        out_shape = (g.batch, g.out_channels) + tuple(g.out)
+        left, right = (g.padding[0], g.padding[2]), (g.padding[1], g.padding[3])
+        prim = None
+        source = x   # the value the convolution reads: x, or x reordered into a layout it has fast code for
+        for src_kind, dst_kind in (("as made", "any"), ("as made", "blocked"), ("blocked", "any"), ("plain", "any")):
+            if src_kind != "as made":
+                src = _blocked(self.shape[x]) if src_kind == "blocked" else desc(self.shape[x], F32)
+            attr = Attr("f32", post)
+            wei_md = desc_any(wv.shape, F32)
+            bias_md = desc((g.out_channels,), F32) if b is not None else None
+            dst_md = desc_any(out_shape, F32) if dst_kind == "any" else _blocked(out_shape)
+            try:
+                candidate = Primitive("dnnl_convolution_forward_primitive_desc_create", C.FORWARD_INFERENCE,
+                                      C.CONVOLUTION_DIRECT, src.handle, wei_md.handle,
+                                      bias_md.handle if bias_md else None, dst_md.handle, dims(g.stride),
+                                      dims([d - 1 for d in g.dilation]), dims(left), dims(right), attr.handle,
+                                      keep=(src, wei_md, bias_md, dst_md, attr))
+            except Exception:
+                continue
+            if not candidate.impl.startswith("ref"):
+                prim = candidate
+                if src_kind != "as made":   # x reordered first, into a buffer of its own
+                    source = ("reordered", x, src_kind)
+                    step = reorder(self.md[x], src)
+                    self.buffer[source] = aligned_empty(max(src.size, 64))
+                    self.md[source] = src
+                    self.calls.append((step, {C.ARG_FROM: self._arg(x), C.ARG_TO: self._arg(source)},
+                                       math.prod(self.shape[x])))
+                break
+        if prim is None:
+            raise Unsupported("oneDNN has no fast convolution for this layout")
+        out = s.out if after is None else after.out   # a folded activation's value is the convolution's
+        self._made(out, prim)
+        packed = packed_weight(prim, wv)
+        self.keep += [w, wv, packed]
+        args = {C.ARG_SRC: self._arg(source), C.ARG_WEIGHTS: ("buf", packed), C.ARG_DST: self._arg(out)}
+        if b is not None:
+            bias = np.ascontiguousarray(b)
+            self.keep.append(bias)
+            args[C.ARG_BIAS] = ("buf", bias)
+        if residual is not None:
+            args[C.ARG_ATTR_MULTIPLE_POST_OP_BASE | C.ARG_SRC_1] = self._arg(residual)
+        work = g.batch * g.out_channels * g.out[0] * g.out[1] * g.group_in * g.kernel[0] * g.kernel[1]
+        self.calls.append((prim, args, work))
+        rows = np.abs(w.astype(np.float64)).reshape(w.shape[0], -1).sum(axis=1)
+        facts = (float(rows.max()) if rows.size else 0.0, float(np.abs(b).max()) if b is not None and b.size else 0.0,
+                 activation)
+        self.bound_steps.append(("conv", out, (x, residual), facts))
+
+    def _pool(self, s):
+        g = s.prepared.geometry
+        alg, scale = pooling_kind(s.op, s.prepared, s.attrs)
+        if scale is not None or s.attrs.get("return_indices") or len(g.kernel) != 2:
+            raise Unsupported("a pooling oneDNN's divisors do not give")
+        x = s.reads["x"]
+        src = self._value(x)
+        dst = desc_any(s.shape, F32)
+        prim = Primitive("dnnl_pooling_forward_primitive_desc_create", C.FORWARD_INFERENCE, alg, src.handle,
+                         dst.handle, dims(g.stride), dims(g.kernel), dims(tuple(d - 1 for d in g.dilation)),
+                         dims(g.padding), dims(_padding_right(g)), None, keep=(src, dst))
+        self._made(s.out, prim)
+        self.calls.append((prim, {C.ARG_SRC: self._arg(x), C.ARG_DST: self._arg(s.out)},
+                           math.prod(s.shape) * math.prod(g.kernel)))
+        self.bound_steps.append(("same", s.out, (x,), None))
+
+    def _binary(self, s, constants):
+        a, b = s.reads.get("a"), s.reads.get("b")
+        if a is None or b is None or a in constants or b in constants:
+            raise Unsupported(f"{s.op} of a constant")
+        if self.shape.get(a) != s.shape:
+            a, b = b, a   # add and mul commute: the full-shape operand first
+        if self.shape.get(a) != s.shape or len(self.shape.get(b) or ()) != 4:
+            raise Unsupported(f"{s.op} whose first operand is broadcast")
+        m0, m1 = self._value(a), self._value(b)
+        dst = desc_any(s.shape, F32)
+        alg = C.BINARY_ADD if s.op == "add" else C.BINARY_MUL
+        prim = Primitive("dnnl_binary_primitive_desc_create", alg, m0.handle, m1.handle, dst.handle, None,
+                         keep=(m0, m1, dst))
+        self._made(s.out, prim)
+        self.calls.append((prim, {C.ARG_SRC: self._arg(a), C.ARG_SRC_1: self._arg(b), C.ARG_DST: self._arg(s.out)},
+                           math.prod(s.shape)))
+        self.bound_steps.append((s.op, s.out, (a, b), None))
+
+    def _mean(self, s):
+        """The mean over the image as average pooling with a window of the whole image (oneDNN's
+        reduction has no fast code for the blocked layouts)."""
+        x = s.reads["x"]
+        axes = s.attrs.get("axis")
+        shape = self.shape.get(x)
+        if shape is None or len(shape) != 4 or axes is None or sorted(a % 4 for a in axes) != [2, 3]:
+            raise Unsupported("a mean that is not over the image")
+        if not s.attrs.get("keepdims"):
+            if self.readers.get(s.out):
+                raise Unsupported("a mean without its kept dims, read by a node here")
+            self.final_shape[s.out] = s.shape   # made as (N, C, 1, 1): the same plain bytes
+        src = self._value(x)
+        out_shape = tuple(shape[:2]) + (1, 1)
+        dst = desc_any(out_shape, F32)
+        prim = Primitive("dnnl_pooling_forward_primitive_desc_create", C.FORWARD_INFERENCE,
+                         C.POOLING_AVG_EXCLUDE_PADDING, src.handle, dst.handle, dims((1, 1)), dims(shape[2:]),
+                         dims((0, 0)), dims((0, 0)), dims((0, 0)), None, keep=(src, dst))
+        if prim.impl.startswith("ref"):
+            raise Unsupported("oneDNN has no fast mean for this layout")
+        self._made(s.out, prim)
+        self.calls.append((prim, {C.ARG_SRC: self._arg(x), C.ARG_DST: self._arg(s.out)}, math.prod(shape)))
+        self.bound_steps.append(("same", s.out, (x,), None))
+        return out_shape
+
+    def _concat(self, s):
+        parts = s.reads.get("tensors")
+        if not isinstance(parts, list) or s.attrs.get("axis") not in (1, -3) or len(s.shape) != 4:
+            raise Unsupported("a concat that is not along channels")
+        mds = [self._value(p) for p in parts]
+        handles = (ctypes.c_void_p * len(mds))(*[m.handle for m in mds])
+        dst = desc_any(s.shape, F32)
+        prim = Primitive("dnnl_concat_primitive_desc_create", dst.handle, len(mds), 1, handles, None,
+                         keep=(mds, dst))
+        self._made(s.out, prim)
+        args = {C.ARG_MULTIPLE_SRC + i: self._arg(p) for i, p in enumerate(parts)}
+        args[C.ARG_DST] = self._arg(s.out)
+        self.calls.append((prim, args, math.prod(s.shape)))
+        self.bound_steps.append(("max", s.out, tuple(parts), None))
+
+    # --- running -------------------------------------------------------------------------------
+    def bounded(self, arrays) -> bool:
+        """Whether every value of a run on ``arrays`` stays below ``LIMIT`` (see the module); False
+        for a NaN anywhere, whose comparisons are all false."""
+        bound = {}
+        for name, a in zip(self.inputs, arrays):
+            flat = a.reshape(-1)
+            b = math.sqrt(float(np.dot(flat, flat))) if flat.size else 0.0
+            if not b < LIMIT:   # a sum of squares overflows long before the values do
+                b = float(np.max(np.abs(flat))) if flat.size else 0.0
+                if not b < LIMIT:
+                    return False
+            bound[name] = b
+        for kind, out, reads, facts in self.bound_steps:
+            if kind == "conv":
+                rows, bias, (act, alpha, beta) = facts
+                pre = bound[reads[0]] * rows + bias + (bound[reads[1]] if reads[1] is not None else 0.0)
+                if not pre < LIMIT:
+                    return False
+                b = BOUNDED[act](pre, alpha, beta)
+            elif kind == "act":
+                act, alpha, beta = facts
+                b = BOUNDED[act](bound[reads[0]], alpha, beta)
+            elif kind == "add":
+                b = bound[reads[0]] + bound[reads[1]]
+            elif kind == "mul":
+                b = bound[reads[0]] * bound[reads[1]]
+            elif kind == "max":
+                b = max(bound[r] for r in reads)
+            else:
+                b = bound[reads[0]]
+            if not b < LIMIT:
+                return False
+            bound[out] = b
+        return True
+
+    def run(self, arrays):
+        """The outputs for ``arrays`` (C-contiguous f32 of the planned shapes), or None where the
+        program may not run them (see the module)."""
+        if not self.lock.acquire(blocking=False):
+            return None
+        try:
+            if not self.bounded(arrays):
+                return None
+            for prim, template, work in self.calls:
+                args = {}
+                for arg, (kind, value) in template.items():
+                    args[arg] = value if kind == "buf" else arrays[value]
+                prim.run(args, threads_for(work))
+            results = []
+            for k, name, step, plain in self.finals:
+                out = np.empty(self.shape[name], F32)
+                step.run({C.ARG_FROM: self.buffer[name], C.ARG_TO: out}, threads_for(out.size))
+                shape = self.final_shape.get(name)
+                results.append(out if shape is None else out.reshape(shape))
+            return results
+        finally:
+            self.lock.release()
+
+
+def _names(reads):
+    for value in reads.values():
+        if isinstance(value, list):
+            yield from value
+        elif value is not None:
+            yield value
+
+
+def _blocked(shape) -> Desc:
+    """Channels blocked by 16 (oneDNN 3.2's ``dnnl_aBcd16b``, nChw16c)."""
+    return Desc(new("dnnl_memory_desc_create_with_tag", len(shape), dims(shape), data_type(F32), 78))
+
+
+def _clone(md) -> int:
+    """An owned copy of a descriptor a primitive owns."""
+    return new("dnnl_memory_desc_clone", md.handle)

@@ -1,0 +1,226 @@
+"""Runs of convolution-network nodes executed as one oneDNN program (``polyeng/graph/segments.py``,
+``polyeng/backends/onednn/segment.py``): planned runs take them, their results match the nodes run
+one by one and onnxruntime, and every case the program must not take (special values, values
+that could overflow, pinned engines, fp math modes, verbose, another thread in it, the fusion
+turned off) runs the nodes one by one."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.graph import fuse, trace
+
+pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available,
+                                reason="onednn is unavailable")
+
+RNG = np.random.default_rng(11)
+
+
+def _w(cout, cin, k, scale=0.2):
+    return (RNG.standard_normal((cout, cin, k, k)) * scale).astype(np.float32)
+
+
+W_STEM, B_STEM = _w(16, 3, 3), RNG.standard_normal(16).astype(np.float32)
+W_SQ, W_E1, W_E3 = _w(8, 16, 1), _w(16, 8, 1), _w(16, 8, 3)
+W_DW = _w(32, 1, 3)
+W_SE1, W_SE2 = _w(8, 32, 1), _w(32, 8, 1)
+W_RES = _w(32, 32, 3, 0.05)
+
+
+def net(x):
+    """Every op a program holds: a stem with bias, max pooling in ceil mode, a fire module (pointwise
+    convolutions with relu, concat), a depthwise convolution with hardswish, squeeze-excite (mean,
+    pointwise convolutions, hardsigmoid, mul), a residual, average pooling, and the activations."""
+    y = polyeng.relu(polyeng.conv2d(x, W_STEM, B_STEM, stride=2, padding=1))
+    y = polyeng.max_pool2d(y, 3, stride=2, ceil_mode=True)
+    s = polyeng.relu(polyeng.conv2d(y, W_SQ))
+    y = polyeng.concat([polyeng.relu(polyeng.conv2d(s, W_E1)), polyeng.relu(polyeng.conv2d(s, W_E3, padding=1))],
+                       axis=1)
+    y = polyeng.hardswish(polyeng.conv2d(y, W_DW, groups=32, padding=1))
+    e = polyeng.mean(y, axis=(2, 3), keepdims=True)
+    e = polyeng.hardsigmoid(polyeng.conv2d(polyeng.silu(polyeng.conv2d(e, W_SE1)), W_SE2))
+    y = polyeng.mul(y, e)
+    y = polyeng.add(polyeng.conv2d(y, W_RES, padding=1), y)
+    y = polyeng.leaky_relu(polyeng.tanh(polyeng.add(polyeng.sigmoid(y), y)), 0.1)
+    y = polyeng.clip(polyeng.avg_pool2d(y, 2), -0.2, 0.3)
+    return polyeng.mean(y, axis=(2, 3)), y
+
+
+X = RNG.standard_normal((2, 3, 20, 18)).astype(np.float32)
+
+
+@pytest.fixture
+def program_runs(monkeypatch):
+    """The count of program runs that took their values (not those that left them to the nodes)."""
+    from polyeng.backends.onednn import segment
+    taken = []
+    real = segment.Program.run
+
+    def run(self, arrays):
+        out = real(self, arrays)
+        if out is not None:
+            taken.append(self)
+        return out
+    monkeypatch.setattr(segment.Program, "run", run)
+    return taken
+
+
+def _graph():
+    return fuse(trace(net, X))
+
+
+def _per_node(x):
+    return _graph_off()(x)
+
+
+_off = []
+
+
+def _graph_off():
+    if not _off:
+        _off.append(fuse(trace(net, X), disable="onednn_programs"))
+    return _off[0]
+
+
+def close(got, want, tol=2e-5):
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        scale = max(float(np.max(np.abs(w))), 1e-30)
+        assert float(np.max(np.abs(g.astype(np.float64) - w))) <= tol * scale
+
+
+def test_a_planned_run_takes_the_program_and_matches_the_nodes(program_runs):
+    g = _graph()
+    assert "onednn_programs x" in str(g)
+    first = g(X)   # plans the nodes and builds the programs
+    assert not program_runs
+    spans = g._compiled().segment_spans
+    assert spans and sum(b - a for a, b in spans) >= 20
+    second = g(X)
+    assert program_runs
+    close(second, first)
+    with polyeng.compute_eng("basic", fallback=False):
+        close(second, fuse(trace(net, X), disable="all")(X))
+
+
+def test_a_mean_without_kept_dims_is_an_output_of_the_program(program_runs):
+    g = _graph()
+    g(X)
+    pooled, y = g(X)
+    assert program_runs and pooled.shape == (2, 32) and y.shape[:2] == (2, 32)
+    close([pooled], [y.mean(axis=(2, 3))], 1e-5)
+
+
+def test_large_values_whose_bound_stays_finite_run_in_the_program(program_runs):
+    g = _graph()
+    g(X)
+    x = X.copy()
+    x[1, 2, 3, 4] = 1e30
+    close(g(x), _per_node(x), 1e-5)
+    assert program_runs
+
+
+@pytest.mark.parametrize("special", [np.nan, np.inf, -np.inf, 1e37, -3e38])
+def test_values_that_may_leave_the_finite_range_run_node_by_node(program_runs, special):
+    g = _graph()
+    g(X)
+    x = X.copy()
+    x[1, 2, 3, 4] = special
+    got = g(x)
+    assert not program_runs
+    want = _per_node(x)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)   # the very same path: NaN where it gives NaN
+
+
+def test_scopes_that_choose_otherwise_run_node_by_node(program_runs):
+    g = _graph()
+    for scope in (lambda: polyeng.compute_eng("numba"), lambda: polyeng.compute_eng("basic", fallback=False),
+                  lambda: polyeng.fp_math_mode("bf16"), lambda: polyeng.verbose(1)):
+        with scope():
+            g(X)
+            g(X)
+    assert not program_runs
+    with polyeng.compute_eng("onednn"):   # the engine a program runs on: allowed
+        g(X)
+        g(X)
+    assert program_runs
+
+
+def test_other_shapes_plan_programs_of_their_own(program_runs):
+    g = _graph()
+    for n in (1, 3):
+        x = RNG.standard_normal((n, 3, 20, 18)).astype(np.float32)
+        g(x)
+        close(g(x), _per_node(x))
+    assert len({id(p) for p in program_runs}) == 2
+
+
+def test_threads_running_one_program_at_once_each_get_their_results():
+    g = _graph()
+    xs = [RNG.standard_normal((2, 3, 20, 18)).astype(np.float32) for _ in range(4)]
+    wants = [_per_node(x) for x in xs]
+    g(xs[0])
+    wrong = []
+
+    def work(k):
+        for _ in range(10):
+            got = g(xs[k])
+            if not all(np.allclose(a, b, rtol=1e-4, atol=1e-5) for a, b in zip(got, wants[k])):
+                wrong.append(k)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+def test_the_fusion_turned_off_makes_no_program(program_runs, monkeypatch):
+    g = fuse(trace(net, X), disable=("onednn_programs",))
+    assert "onednn_programs" not in str(g)
+    g(X)
+    g(X)
+    assert not program_runs and not g._compiled().segment_spans
+    monkeypatch.setenv("POLYENG_DISABLE_FUSIONS", "onednn_programs")
+    g = fuse(trace(net, X))
+    g(X)
+    g(X)
+    assert not program_runs
+
+
+def test_a_value_returned_and_read_inside_leaves_the_program():
+    def fn(x):
+        y = polyeng.relu(polyeng.conv2d(x, W_STEM, B_STEM, padding=1))
+        z = polyeng.max_pool2d(y, 2)
+        return y, polyeng.relu(polyeng.conv2d(z, _w(8, 16, 3), padding=1))
+    g = fuse(trace(fn, X))
+    first = g(X)
+    second = g(X)
+    assert g._compiled().segment_spans
+    close(second, first)
+    assert second[0].flags.c_contiguous and second[0].flags.writeable
+
+
+def test_an_input_of_another_layout_runs_node_by_node(program_runs):
+    g = _graph()
+    g(X)
+    x = np.asfortranarray(X)
+    close(g(x), _per_node(X))
+
+
+def test_the_profile_names_the_program():
+    g = _graph()
+    text = str(g.profile(X, repeat=3))
+    assert "onednn program" in text
+
+
+def test_an_empty_batch_runs_node_by_node(program_runs):
+    g = _graph()
+    x = np.zeros((0, 3, 20, 18), np.float32)
+    g(x)
+    got = g(x)
+    assert not program_runs and got[0].shape == (0, 32)
