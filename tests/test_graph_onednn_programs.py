@@ -224,3 +224,95 @@ def test_an_empty_batch_runs_node_by_node(program_runs):
     g(x)
     got = g(x)
     assert not program_runs and got[0].shape == (0, 32)
+
+
+def _program_vs_nodes(fn, x):
+    """(program result, node-by-node result, programs taken) of ``fn`` traced on ``x``, run twice."""
+    from polyeng.backends.onednn import segment
+    g = fuse(trace(fn, x))
+    g(x)
+    taken = []
+    real = segment.Program.run
+
+    def run(self, arrays):
+        out = real(self, arrays)
+        taken.append(out is not None)
+        return out
+    segment.Program.run = run
+    try:
+        got = g(x)
+    finally:
+        segment.Program.run = real
+    return got, fuse(trace(fn, x), disable="onednn_programs")(x), any(taken)
+
+
+def _same(got, want):
+    for a, b in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_max_pooling_window_with_no_tap_inside_is_not_held():
+    w, w2 = _w(4, 3, 1), _w(4, 4, 1)
+
+    def fn(x):   # windows of dilation 3 over a 2x2 image starting in the padding: -inf, not oneDNN's lowest
+        y = polyeng.max_pool2d(polyeng.relu(polyeng.conv2d(x, w)), 2, stride=1, padding=1, dilation=3)
+        return polyeng.sigmoid(polyeng.conv2d(y, w2))
+    got, want, _ = _program_vs_nodes(fn, RNG.standard_normal((1, 3, 2, 2)).astype(np.float32))
+    _same(got, want)
+    assert np.isnan(want).any()
+
+
+def test_a_clip_above_the_values_lifts_the_bound():
+    w1 = _w(16, 3, 3)
+    wa = np.zeros((16, 16, 1, 1), np.float32)
+    wa[0::2, :, 0, 0], wa[1::2, :, 0, 0] = 1.0, -1.0   # +-16e38: infinities of both signs
+    wb = np.zeros((16, 16, 1, 1), np.float32)
+    wb[:8, 0, 0, 0] = wb[:8, 1, 0, 0] = 1.0            # inf - inf: NaN
+
+    def fn(x):
+        y = polyeng.clip(polyeng.conv2d(x, w1, padding=1), 1e38, 3e38)
+        a = polyeng.conv2d(y, wa)
+        return polyeng.max_pool2d(polyeng.conv2d(a, wb), 2), a
+    got, want, taken = _program_vs_nodes(fn, RNG.standard_normal((1, 3, 4, 4)).astype(np.float32))
+    assert not taken
+    _same(got, want)
+
+
+def test_an_average_whose_window_sum_may_overflow_is_not_held():
+    def fn(x):
+        y = polyeng.relu(polyeng.conv2d(x, np.ones((4, 4, 1, 1), np.float32) * np.float32(0.25)))
+        return polyeng.mean(polyeng.avg_pool2d(y, 4), axis=(2, 3), keepdims=True), polyeng.mean(y, axis=(2, 3), keepdims=True)
+    x = np.full((1, 4, 32, 32), 5e35, np.float32)   # below the limit, but 16 or 1024 of them summed are not
+    got, want, taken = _program_vs_nodes(fn, x)
+    assert not taken
+    _same(got, want)
+
+
+def test_a_clip_with_number_bounds_and_leaky_relu_slopes_are_held_or_not_as_onednn_keeps_them():
+    w = _w(8, 3, 3)
+
+    def clipped(x):
+        return polyeng.clip(polyeng.max_pool2d(polyeng.relu(polyeng.conv2d(x, w, padding=1)), 2), 0.1, 0.5)
+    got, want, taken = _program_vs_nodes(clipped, X)
+    assert taken
+    close([got], [want], 1e-6)
+
+    w2 = _w(8, 8, 1)
+
+    def zero_slope(x):   # oneDNN's max(x, 0) gives +0 where polyeng's slope * x gives -0
+        y = polyeng.max_pool2d(polyeng.conv2d(polyeng.conv2d(x, w, padding=1), w2), 2)
+        return polyeng.leaky_relu(y, 0.0)
+    got, want, _ = _program_vs_nodes(zero_slope, X)
+    close([got], [want], 1e-6)
+    assert np.array_equal(np.signbit(got), np.signbit(want)) and np.signbit(want[want == 0]).any()
+
+
+def test_the_profile_shows_only_programs_that_ran():
+    g = _graph()
+    g(X)
+    with polyeng.compute_eng("numba", fallback=False):
+        found = g.profile(X, repeat=2)
+    assert "onednn program" not in [o["op"] for o in found.ops]
+    x = X.copy()
+    x[0, 0, 0, 0] = np.nan   # every run node by node
+    assert "onednn program" not in [o["op"] for o in g.profile(x, repeat=2).ops]

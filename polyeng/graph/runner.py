@@ -119,6 +119,7 @@ class Program:
         self.plans: dict = {}
         self.device_constants: dict = {}   # engine -> [(slot, device tensor)]
         self.segment_spans: list = []      # (first, stop) of the runs of nodes the last plan made programs of
+        self.programs_ran: list = []       # (first, stop) of the programs the last profiled run ran
         self._lock = threading.Lock()
 
     # --- one run ---------------------------------------------------------------------------------
@@ -145,16 +146,19 @@ class Program:
         env = self.environment(inputs, self._device_constants(engine, reg) if engine else self.constants)
         key = self._key(inputs, reg, engine) if observe is None else None
         entries = self.plans.get(key) if key is not None else None
+        ran = [] if times is not None else None   # (first, stop) of the programs this run ran, for a profile
+        if times is not None:
+            self.programs_ran = ran
         if entries is not None:
             try:
-                self._walk(env, entries, reg, None, times=times)
+                self._walk(env, entries, reg, None, times=times, ran=ran)
                 return env
             except _Diverged as diverged:   # a host op's result differs from the planned one's: plan the rest
                 i = diverged.index
                 for s in self.released[i]:
                     env[s] = None
                 entries = entries[:i] + [_HostResult(diverged.signature)] + [_FIRST] * (len(self.steps) - i - 1)
-                self._walk(env, entries, reg, None, start=i + 1, times=times)
+                self._walk(env, entries, reg, None, start=i + 1, times=times, ran=ran)
         else:
             entries = [_FIRST] * len(self.steps)
             recorded = {} if key is not None and segments.wanted(self, engine) else None
@@ -182,7 +186,7 @@ class Program:
         if spans:
             self.segment_spans = spans
 
-    def _walk(self, env, entries, reg, observe, start: int = 0, times=None, recorded=None):
+    def _walk(self, env, entries, reg, observe, start: int = 0, times=None, recorded=None, ran=None):
         """Run every node from ``start`` in order: a planned node through its bound plan, a host op
         by calling it, any other node the ordinary way. A first run (entries ``_FIRST``) fills in
         each node's entry for the next run with this signature. A host op's result is the one value
@@ -206,6 +210,7 @@ class Program:
                             env[s] = None
                     if clock is not None:
                         times[i] += clock() - began
+                        ran.append((i, entry.stop))
                     i = entry.stop - 1
                     continue
                 entry = entry.original   # the nodes one by one

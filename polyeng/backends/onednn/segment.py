@@ -15,8 +15,10 @@ Special values: oneDNN's post-ops and pooling do not keep polyeng's NaN and infi
 bound of each input (the square root of its sum of squares, else its largest magnitude) and of
 each constant (a convolution's largest row sum of absolute weights), each step's bound follows
 (a convolution: input bound x row sum + bias bound + residual bound; an activation at most its
-input's or 1; add the sum, mul the product, pooling, mean and concat the largest), and every one
-must stay below ``LIMIT``. Otherwise ``run`` returns None and the nodes run one by one.
+input's or 1, clip its bounds' largest magnitude; add the sum, mul the product, pooling, mean
+and concat the largest), and every one must stay below ``LIMIT``, an average's window sum
+(bound x taps) too. Max pooling windows with no tap inside the input (polyeng's -inf, oneDNN's
+lowest number) are not held. Otherwise ``run`` returns None and the nodes run one by one.
 
 ``run`` returns None too while another thread runs the same program (its buffers are one set).
 """
@@ -43,7 +45,9 @@ LIMIT = 1e36   # bounds above this might overflow somewhere (hardswish's formula
 BOUNDED = {"sigmoid": lambda b, a, c: 1.0, "tanh": lambda b, a, c: 1.0, "hardsigmoid": lambda b, a, c: 1.0,
            "relu": lambda b, a, c: b, "hardswish": lambda b, a, c: b, "silu": lambda b, a, c: b,
            "leaky_relu": lambda b, a, c: b * max(1.0, abs(a)),
-           "clip": lambda b, a, c: max(min(b, max(abs(a), abs(c))), 0.0),
+           # clip(v, lo, hi) = min(max(v, lo), hi) lies in [lo, hi] when lo <= hi (a lower bound above
+           # the input's lifts every value to it), else it is hi
+           "clip": lambda b, a, c: max(abs(a), abs(c)),
            "none": lambda b, a, c: b}
 ELTWISE_OPS = {"relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "leaky_relu", "clip"}
 OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul", "mean", "concat"}) | ELTWISE_OPS
@@ -69,13 +73,25 @@ def _activation(step):
     """(name, alpha, beta) of an eltwise step's activation, in fused_conv's terms."""
     a = step.attrs
     if step.op == "leaky_relu":
-        return "leaky_relu", float(a["negative_slope"]), 0.0
+        slope = float(a["negative_slope"])
+        if np.float32(slope) == 0:   # oneDNN's max(x, 0): +0 where polyeng gives -0 (slope * x)
+            raise Unsupported("leaky_relu of slope 0")
+        return "leaky_relu", slope, 0.0
     if step.op == "clip":
-        lo, hi = a.get("min"), a.get("max")
-        if not all(isinstance(v, (int, float, np.floating, np.integer)) for v in (lo, hi)):
-            raise Unsupported("clip with bounds that are not numbers")
-        return "clip", float(lo), float(hi)
+        lo, hi = _number(a.get("min")), _number(a.get("max"))
+        if lo is None or hi is None:
+            raise Unsupported("clip without both bounds as numbers")
+        return "clip", lo, hi
     return step.op, 0.0, 0.0
+
+
+def _number(value):
+    """A clip bound as a float (validation makes 0-d arrays of them), or None."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "fiu":
+        value = value.item()
+    if isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 class Program:
@@ -263,6 +279,8 @@ class Program:
         alg, scale = pooling_kind(s.op, s.prepared, s.attrs)
         if scale is not None or s.attrs.get("return_indices") or len(g.kernel) != 2:
             raise Unsupported("a pooling oneDNN's divisors do not give")
+        if alg == C.POOLING_MAX and not _every_window_has_a_tap(g):
+            raise Unsupported("a max pooling window with no tap inside the input (-inf; oneDNN gives the lowest number)")
         x = s.reads["x"]
         src = self._value(x)
         dst = desc_any(s.shape, F32)
@@ -272,7 +290,9 @@ class Program:
         self._made(s.out, prim)
         self.calls.append((prim, {C.ARG_SRC: self._arg(x), C.ARG_DST: self._arg(s.out)},
                            math.prod(s.shape) * math.prod(g.kernel)))
-        self.bound_steps.append(("same", s.out, (x,), None))
+        # an average sums its window before it divides
+        self.bound_steps.append(("same", s.out, (x,), None) if alg == C.POOLING_MAX else
+                                ("window", s.out, (x,), math.prod(g.kernel)))
 
     def _binary(self, s, constants):
         a, b = s.reads.get("a"), s.reads.get("b")
@@ -314,7 +334,7 @@ class Program:
             raise Unsupported("oneDNN has no fast mean for this layout")
         self._made(s.out, prim)
         self.calls.append((prim, {C.ARG_SRC: self._arg(x), C.ARG_DST: self._arg(s.out)}, math.prod(shape)))
-        self.bound_steps.append(("same", s.out, (x,), None))
+        self.bound_steps.append(("window", s.out, (x,), shape[2] * shape[3]))   # summed, then divided
         return out_shape
 
     def _concat(self, s):
@@ -323,9 +343,14 @@ class Program:
             raise Unsupported("a concat that is not along channels")
         mds = [self._value(p) for p in parts]
         handles = (ctypes.c_void_p * len(mds))(*[m.handle for m in mds])
-        dst = desc_any(s.shape, F32)
-        prim = Primitive("dnnl_concat_primitive_desc_create", dst.handle, len(mds), 1, handles, None,
-                         keep=(mds, dst))
+        prim = None
+        for dst in (desc_any(s.shape, F32), _blocked(s.shape), desc(s.shape, F32)):
+            candidate = Primitive("dnnl_concat_primitive_desc_create", dst.handle, len(mds), 1, handles, None,
+                                  keep=(mds, dst))
+            if prim is None or not candidate.impl.startswith("ref"):
+                prim = candidate   # the reference code when nothing else (channels not blocks of 16)
+            if not prim.impl.startswith("ref"):
+                break
         self._made(s.out, prim)
         args = {C.ARG_MULTIPLE_SRC + i: self._arg(p) for i, p in enumerate(parts)}
         args[C.ARG_DST] = self._arg(s.out)
@@ -361,6 +386,10 @@ class Program:
                 b = bound[reads[0]] * bound[reads[1]]
             elif kind == "max":
                 b = max(bound[r] for r in reads)
+            elif kind == "window":
+                b = bound[reads[0]]
+                if not b * facts < LIMIT:   # the window's sum
+                    return False
             else:
                 b = bound[reads[0]]
             if not b < LIMIT:
@@ -390,6 +419,16 @@ class Program:
             return results
         finally:
             self.lock.release()
+
+
+def _every_window_has_a_tap(g) -> bool:
+    """Whether every pooling window holds at least one position inside the input."""
+    for size, out, k, stride, pad, dilation in zip(g.spatial, g.out, g.kernel, g.stride, g.padding, g.dilation):
+        for o in range(out):
+            start = o * stride - pad
+            if not any(0 <= start + t * dilation < size for t in range(k)):
+                return False
+    return True
 
 
 def _names(reads):
