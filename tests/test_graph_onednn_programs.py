@@ -139,7 +139,7 @@ def test_values_that_may_leave_the_finite_range_run_node_by_node(program_runs, s
 def test_scopes_that_choose_otherwise_run_node_by_node(program_runs):
     g = _graph()
     for scope in (lambda: polyeng.compute_eng("numba"), lambda: polyeng.compute_eng("basic", fallback=False),
-                  lambda: polyeng.fp_math_mode("bf16"), lambda: polyeng.verbose(1)):
+                  lambda: polyeng.verbose(1)):
         with scope():
             g(X)
             g(X)
@@ -148,6 +148,17 @@ def test_scopes_that_choose_otherwise_run_node_by_node(program_runs):
         g(X)
         g(X)
     assert program_runs
+
+
+@pytest.mark.parametrize("mode", ["bf16", "tf32", "any"])
+def test_under_an_fp_math_mode_the_convolutions_take_its_fpmath(program_runs, mode):
+    g = _graph()
+    want = g(X)
+    with polyeng.fp_math_mode(mode):
+        g(X)
+        got = g(X)
+    assert program_runs
+    close(got, want, 1e-2)   # the convolutions may compute in bf16
 
 
 def test_other_shapes_plan_programs_of_their_own(program_runs):
@@ -316,3 +327,18 @@ def test_the_profile_shows_only_programs_that_ran():
     x = X.copy()
     x[0, 0, 0, 0] = np.nan   # every run node by node
     assert "onednn program" not in [o["op"] for o in g.profile(x, repeat=2).ops]
+
+
+def test_a_bf16_mixed_precision_graph_runs_as_programs_with_its_casts(program_runs):
+    import polyeng.amp
+    g = polyeng.amp.to_mixed_precision(_graph(), "bfloat16")
+    assert any(n.op == "cast" for n in g.nodes)
+    first = g(X)
+    second = g(X)
+    assert program_runs and g._compiled().segment_spans
+    want = _per_node(X)
+    for a, b, w in zip(first, second, want):
+        assert a.dtype == b.dtype
+        scale = float(np.max(np.abs(w)))
+        assert float(np.max(np.abs(b.astype(np.float64) - w))) <= 0.02 * scale
+        assert float(np.max(np.abs(b.astype(np.float64) - a.astype(np.float64)))) <= 0.02 * scale

@@ -103,6 +103,21 @@ def test_bf16_mixed_precision_stays_within_one_percent(name, exporter):
         assert error <= bound, f"{name} ({exporter}): {error:.4f} > {bound:.4f}"
 
 
+@pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available, reason="onednn is unavailable")
+@pytest.mark.parametrize("name, exporter", CASES, ids=IDS)
+def test_bf16_mixed_precision_as_onednn_programs_stays_within_one_percent(name, exporter):
+    """The bf16 graph's convolutions, activations and casts run as oneDNN programs on later runs."""
+    _, graph, runs = model(name, exporter)
+    converted = polyeng.amp.to_mixed_precision(graph, "bfloat16", missing_op_mode="error")
+    bound = 0.01 if name != "mobilenetv3" else max(0.01, torch_bf16_error(name))
+    for x, want in runs.values():
+        converted(x)
+        error = relative_error(converted(x), want)
+        assert error <= bound, f"{name} ({exporter}) as oneDNN programs: {error:.4f} > {bound:.4f}"
+    if name != "vit":
+        assert converted._compiled().segment_spans
+
+
 @pytest.mark.parametrize("name, exporter", CASES, ids=IDS)
 def test_polyeng_run_compare(name, exporter, tmp_path):
     from polyeng.cli import main

@@ -250,15 +250,17 @@ class Program:
         args = spec.validate(**kwargs)
         plan = dispatch.plan_for(spec, args, reg)
         entry = None
-        if plan.cached:
+        as_given = False   # validation returned the node's own values, each from one slot
+        if plan.cached or recorded is not None:
             slot_of_id, aliased = {}, False
             slots = [s for _, s in step.simple] + [slot.index for _, template in step.nested
                                                    for slot in leaves(template, _is_slot)]
             for s in slots:   # one object in two slots: a later run may give two, which one slot cannot tell
                 aliased |= slot_of_id.setdefault(id(env[s]), s) != s
-            if not aliased and _arrays_are_inputs(args, slot_of_id, step.fixed):
+            as_given = not aliased and _arrays_are_inputs(args, slot_of_id, step.fixed)
+            if as_given and plan.cached:
                 entry = _Planned(plan, args, slot_of_id, step.fixed)
-        if recorded is not None and entry is not None:
+        if recorded is not None and as_given:   # a oneDNN program may hold it (a cast's plan is not kept)
             found = segments.facts(step, args, plan)
             if found is not None:
                 recorded[index] = found

@@ -4,25 +4,26 @@ buffers made once per planned signature, and each node costs one primitive execu
 
 The runner's first run of a signature records, for each node, the op, its validated arguments'
 facts and its result's shape (``facts``). ``plan`` then finds each run of at least
-``MIN_NODES`` consecutive nodes that a program can hold (convolutions with constant f32
-weights, activations, pooling, add and mul, the spatial mean and channel concat, all f32 and
-4-D, on polyeng's built-in engines) and builds its program; a node the program turns down ends
+``MIN_NODES`` consecutive nodes that a program can hold (convolutions with constant weights,
+activations, pooling, add and mul, the spatial mean, channel concat and the casts between f32
+and bf16 of a mixed precision graph, all 4-D f32 or bf16, on polyeng's built-in engines) and builds its program; a node the program turns down ends
 the run there and the search goes on after it. The planned entries keep every node's own plan,
 and a run falls back to them, node by node, whenever the program does not take it: a value that
 may leave the finite range (see the backend module), an input of another layout, another thread
 running the same program, or a verbose level above 0.
 
 Programs are made only where the run's scopes leave the choice to polyeng: no engine asked for
-but ``onednn`` (``compute_eng``), the strict fp math mode, host arrays, ONEDNN available, and
-``onednn_programs`` not among the disabled fusions (``POLYENG_DISABLE_FUSIONS``).
+but ``onednn`` (``compute_eng``), host arrays, ONEDNN available, and the nodes marked by the
+fusion ``onednn_programs``. Under an fp math mode other than strict the convolutions (ALLOW ops)
+carry the mode's fpmath attribute, as ONEDNN's own convolution kernel does (``_fpmath.compute``).
 """
 from __future__ import annotations
 
 import dataclasses
 
+import ml_dtypes
 import numpy as np
 
-from ..engine import fpmath
 from ..engine.settings import current_scope
 from .ir import leaves
 
@@ -30,6 +31,7 @@ NAME = "onednn_programs"
 MIN_NODES = 3
 ENGINES = frozenset({"basic", "numba", "onednn", "opencl"})
 F32 = np.dtype(np.float32)
+TYPES = (F32, np.dtype(ml_dtypes.bfloat16))   # a mixed precision graph's bf16 values too
 
 
 # the ops a program may hold (``backends/onednn/segment.py``'s, without importing the engine here)
@@ -54,7 +56,7 @@ def mark(nodes, context):
 def wanted(program, engine) -> bool:
     """Whether a first run should record facts for programs: the scopes allow them and the graph
     has nodes they could hold."""
-    if engine is not None or fpmath.get_fp_math_mode().value != "strict":
+    if engine is not None:
         return False
     if current_scope().engine not in ("recommend", "onednn"):
         return False
@@ -67,7 +69,13 @@ def wanted(program, engine) -> bool:
 
 def facts(step, args, plan):
     """What ``plan`` needs of one node's first run, or None where no program can hold it."""
-    if not step.node.meta.get(NAME) or step.single is None or plan.decision.engine not in ENGINES:
+    op = step.spec.name
+    if op == "cast":   # a mixed precision graph's casts between f32 and bf16 (not marked: made after fusing)
+        if args["x"].dtype not in TYPES or np.dtype(args["dtype"]) not in TYPES:
+            return None
+    elif not step.node.meta.get(NAME):
+        return None
+    if step.single is None or plan.decision.engine not in ENGINES:
         return None
     if step.batch_relative or step.rows is not None:
         return None
@@ -82,22 +90,24 @@ def facts(step, args, plan):
     for name, value in args.items():
         arrays = value if isinstance(value, (list, tuple)) else [value]
         for a in arrays:
-            if isinstance(a, np.ndarray) and a.dtype != F32:
+            if isinstance(a, np.ndarray) and a.dtype not in TYPES:
                 return None
+    if np.dtype(plan.prepared.dtype) not in TYPES:
+        return None
     shapes = {}
     for name, slot in step.simple:
         if not isinstance(args.get(name), np.ndarray):
             return None
-        shapes[slot] = tuple(args[name].shape)
+        shapes[slot] = (tuple(args[name].shape), args[name].dtype)
     for name, template in step.nested:
         for slot, a in zip(reads[name], args[name]):
             if not isinstance(a, np.ndarray):
                 return None
-            shapes[slot] = tuple(a.shape)
-    if any(0 in shape for shape in shapes.values()) or 0 in plan.prepared.shape:
+            shapes[slot] = (tuple(a.shape), a.dtype)
+    if any(0 in shape for shape, _ in shapes.values()) or 0 in plan.prepared.shape:
         return None   # nothing to compute: the nodes' own kernels return at once
     attrs = {k: v for k, v in args.items() if k not in reads}
-    return (step.spec.name, reads, attrs, tuple(plan.prepared.shape), plan.prepared, shapes)
+    return (op, reads, attrs, tuple(plan.prepared.shape), plan.prepared, shapes, np.dtype(plan.prepared.dtype))
 
 
 class Segment:
@@ -111,9 +121,9 @@ class Segment:
     def run(self, env):
         """Runs the program on this run's values (True), or leaves them for the nodes (False)."""
         arrays = []
-        for slot, shape in zip(self.inputs, self.shapes):
+        for slot, (shape, dtype) in zip(self.inputs, self.shapes):
             a = env[slot]
-            if type(a) is not np.ndarray or a.dtype != F32 or a.shape != shape or not a.flags.c_contiguous:
+            if type(a) is not np.ndarray or a.dtype != dtype or a.shape != shape or not a.flags.c_contiguous:
                 return False
             arrays.append(a)
         results = self.program.run(arrays)
@@ -168,9 +178,9 @@ def _build(segment, program, recorded, readers, constants, kept, first, stop):
     or None."""
     steps, made, shapes = [], set(), {}
     for i in range(first, stop):
-        op, reads, attrs, shape, prepared, read_shapes = recorded[i]
+        op, reads, attrs, shape, prepared, read_shapes, dtype = recorded[i]
         out = program.steps[i].single
-        steps.append(segment.Step(op, reads, attrs, out, shape, prepared))
+        steps.append(segment.Step(op, reads, attrs, out, shape, prepared, dtype))
         shapes.update(read_shapes)
         made.add(out)
     inputs = []
@@ -182,8 +192,10 @@ def _build(segment, program, recorded, readers, constants, kept, first, stop):
     outputs = [s.out for s in steps if s.out in kept or any(r >= stop for r in readers.get(s.out, ()))]
     if not outputs:
         return None
+    from ..backends.onednn import _fpmath
     try:
-        built = segment.Program(steps, inputs, outputs, constants, {s: shapes.get(s) for s in inputs})
+        built = segment.Program(steps, inputs, outputs, constants, {s: shapes[s][0] for s in inputs},
+                                _fpmath.compute(), {s: shapes[s][1] for s in inputs})
     except segment.Unsupported as exc:
         return first + exc.index if exc.index is not None else None
     return built, inputs, outputs, [shapes[s] for s in inputs]

@@ -28,6 +28,7 @@ import ctypes
 import math
 import threading
 
+import ml_dtypes
 import numpy as np
 
 from . import _constants as C
@@ -39,6 +40,7 @@ from .fused import POST_OPS
 from .pooling import _kind as pooling_kind, _padding_right
 
 F32 = np.dtype(np.float32)
+TYPES = (F32, np.dtype(ml_dtypes.bfloat16))   # the storage a program holds (bf16: a mixed precision graph's)
 LIMIT = 1e36   # bounds above this might overflow somewhere (hardswish's formula passes f32's maximum from 5.7e37)
 
 # activation -> bound of the result from the bound b of its input
@@ -50,7 +52,7 @@ BOUNDED = {"sigmoid": lambda b, a, c: 1.0, "tanh": lambda b, a, c: 1.0, "hardsig
            "clip": lambda b, a, c: max(abs(a), abs(c)),
            "none": lambda b, a, c: b}
 ELTWISE_OPS = {"relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "leaky_relu", "clip"}
-OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul", "mean", "concat"}) | ELTWISE_OPS
+OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul", "mean", "concat", "cast"}) | ELTWISE_OPS
 
 
 class Unsupported(Exception):
@@ -62,11 +64,12 @@ class Unsupported(Exception):
 class Step:
     """One node: ``op``, its validated arguments' facts (``attrs``: options; arrays by value name
     in ``reads``: argument -> value name, or a list of names for concat), the value it makes
-    (``out``, of shape ``shape``) and its prepared facts."""
-    __slots__ = ("op", "reads", "attrs", "out", "shape", "prepared")
+    (``out``, of shape ``shape`` and ``dtype``: f32 or bf16) and its prepared facts."""
+    __slots__ = ("op", "reads", "attrs", "out", "shape", "prepared", "dtype")
 
-    def __init__(self, op, reads, attrs, out, shape, prepared):
+    def __init__(self, op, reads, attrs, out, shape, prepared, dtype=F32):
         self.op, self.reads, self.attrs, self.out, self.shape, self.prepared = op, reads, attrs, out, tuple(shape), prepared
+        self.dtype = np.dtype(dtype)
 
 
 def _activation(step):
@@ -97,11 +100,15 @@ def _number(value):
 class Program:
     """The primitives of a run of nodes and the buffers between them, for one call signature."""
 
-    def __init__(self, steps, inputs, outputs, constants, shapes):
+    def __init__(self, steps, inputs, outputs, constants, shapes, compute="f32", dtypes=None):
         """``inputs``: value names read from outside, in ``run``'s order; ``outputs``: value names
         wanted outside, in the order ``run`` returns them; ``constants``: name -> array;
-        ``shapes``: name -> shape of every input."""
+        ``shapes``: name -> shape of every input, ``dtypes`` its dtype (f32 when not given);
+        ``compute``: the convolutions' fpmath type (the fp math mode's, ``_fpmath.compute``:
+        convolutions are ALLOW ops)."""
         self.inputs, self.outputs = list(inputs), list(outputs)
+        self.compute = compute
+        self.dtype = {name: np.dtype((dtypes or {}).get(name, F32)) for name in self.inputs}
         self.lock = threading.Lock()
         self.md = {}          # value -> Desc of its layout
         self.shape = dict(shapes)
@@ -117,7 +124,9 @@ class Program:
         for name in self.inputs:
             if self.shape[name] is None or len(self.shape[name]) != 4:
                 raise Unsupported(f"input {name} is not 4-D")
-            self.md[name] = desc(self.shape[name], F32)
+            if self.dtype[name] not in TYPES:
+                raise Unsupported(f"input {name} is {self.dtype[name]}")
+            self.md[name] = desc(self.shape[name], self.dtype[name])
         folded = set()
         for i, s in enumerate(steps):
             if id(s) in folded:
@@ -143,7 +152,7 @@ class Program:
         self.finals = []   # (index of output, reorder primitive or None)
         for k, name in enumerate(self.outputs):
             shape = self.shape[name]
-            plain = desc(shape if len(shape) == 4 else shape + (1,) * (4 - len(shape)), F32)
+            plain = desc(shape, self.dtype[name])
             self.finals.append((k, name, reorder(self.md[name], plain), plain))
 
     # --- building ------------------------------------------------------------------------------
@@ -166,6 +175,11 @@ class Program:
 
     def _step(self, s, after, constants):
         op = s.op
+        if s.dtype not in TYPES:
+            raise Unsupported(f"{op} makes {s.dtype}")
+        self.dtype[s.out] = s.dtype
+        if after is not None:
+            self.dtype[after.out] = s.dtype
         if op in ("conv2d", "fused_conv"):
             self._conv(s, after, constants)
             if after is not None:
@@ -189,6 +203,8 @@ class Program:
             return
         elif op == "concat":
             self._concat(s)
+        elif op == "cast":
+            self._cast(s)
         else:
             raise Unsupported(f"{op} has no step here")
         self.shape[s.out] = s.shape
@@ -198,14 +214,14 @@ class Program:
         a = s.attrs
         if len(s.shape) != 4 or g.algorithm is None:
             raise Unsupported("not a 2-D convolution")
-        w = constants.get(s.reads.get("weight"))
-        if w is None or w.dtype != F32:
-            raise Unsupported("a weight that is not an f32 constant")
-        b = constants.get(s.reads.get("bias")) if s.reads.get("bias") is not None else None
-        if s.reads.get("bias") is not None and (b is None or b.dtype != F32):
-            raise Unsupported("a bias that is not an f32 constant")
         x = s.reads["x"]
         src = self._value(x)
+        w = constants.get(s.reads.get("weight"))
+        if w is None or w.dtype != self.dtype[x] or s.dtype != self.dtype[x]:
+            raise Unsupported("a weight that is not a constant of the input's dtype")
+        b = constants.get(s.reads.get("bias")) if s.reads.get("bias") is not None else None
+        if s.reads.get("bias") is not None and (b is None or b.dtype not in TYPES):
+            raise Unsupported("a bias that is not an f32 or bf16 constant")
         residual = s.reads.get("residual")
         activation = (a.get("activation", "none"), float(a.get("alpha", 0.0) or 0.0), float(a.get("beta", 0.0) or 0.0))
         if after is not None:
@@ -231,11 +247,11 @@ class Program:
         source = x   # the value the convolution reads: x, or x reordered into a layout it has fast code for
         for src_kind, dst_kind in (("as made", "any"), ("as made", "blocked"), ("blocked", "any"), ("plain", "any")):
             if src_kind != "as made":
-                src = _blocked(self.shape[x]) if src_kind == "blocked" else desc(self.shape[x], F32)
-            attr = Attr("f32", post)
-            wei_md = desc_any(wv.shape, F32)
-            bias_md = desc((g.out_channels,), F32) if b is not None else None
-            dst_md = desc_any(out_shape, F32) if dst_kind == "any" else _blocked(out_shape)
+                src = _blocked(self.shape[x], s.dtype) if src_kind == "blocked" else desc(self.shape[x], s.dtype)
+            attr = Attr(self.compute if s.dtype == F32 else "f32", post)
+            wei_md = desc_any(wv.shape, s.dtype)
+            bias_md = desc((g.out_channels,), b.dtype) if b is not None else None
+            dst_md = desc_any(out_shape, s.dtype) if dst_kind == "any" else _blocked(out_shape, s.dtype)
             try:
                 candidate = Primitive("dnnl_convolution_forward_primitive_desc_create", C.FORWARD_INFERENCE,
                                       C.CONVOLUTION_DIRECT, src.handle, wei_md.handle,
@@ -244,18 +260,25 @@ class Program:
                                       keep=(src, wei_md, bias_md, dst_md, attr))
             except Exception:
                 continue
-            if not candidate.impl.startswith("ref"):
-                prim = candidate
-                if src_kind != "as made":   # x reordered first, into a buffer of its own
-                    source = ("reordered", x, src_kind)
-                    step = reorder(self.md[x], src)
-                    self.buffer[source] = aligned_empty(max(src.size, 64))
-                    self.md[source] = src
-                    self.calls.append((step, {C.ARG_FROM: self._arg(x), C.ARG_TO: self._arg(source)},
-                                       math.prod(self.shape[x])))
+            if candidate.impl.startswith("ref"):
+                continue
+            # oneDNN's gemm convolution on bf16 runs a slow path (a depthwise 5x5 of 144 channels:
+            # 1.7 ms against 0.1 ms blocked): the next layouts are tried first, it is kept if none has other code
+            slow = "gemm" in candidate.impl and s.dtype != F32
+            if prim is None or not slow:
+                prim, prim_src = candidate, (src_kind, src)
+            if not slow:
                 break
         if prim is None:
             raise Unsupported("oneDNN has no fast convolution for this layout")
+        src_kind, src = prim_src
+        if src_kind != "as made":   # x reordered first, into a buffer of its own
+            source = ("reordered", x, src_kind)
+            step = reorder(self.md[x], src)
+            self.buffer[source] = aligned_empty(max(src.size, 64))
+            self.md[source] = src
+            self.calls.append((step, {C.ARG_FROM: self._arg(x), C.ARG_TO: self._arg(source)},
+                               math.prod(self.shape[x])))
         out = s.out if after is None else after.out   # a folded activation's value is the convolution's
         self._made(out, prim)
         packed = packed_weight(prim, wv)
@@ -270,8 +293,8 @@ class Program:
         work = g.batch * g.out_channels * g.out[0] * g.out[1] * g.group_in * g.kernel[0] * g.kernel[1]
         self.calls.append((prim, args, work))
         rows = np.abs(w.astype(np.float64)).reshape(w.shape[0], -1).sum(axis=1)
-        facts = (float(rows.max()) if rows.size else 0.0, float(np.abs(b).max()) if b is not None and b.size else 0.0,
-                 activation)
+        facts = (float(rows.max()) if rows.size else 0.0,
+                 float(np.abs(b.astype(np.float64)).max()) if b is not None and b.size else 0.0, activation)
         self.bound_steps.append(("conv", out, (x, residual), facts))
 
     def _pool(self, s):
@@ -283,7 +306,7 @@ class Program:
             raise Unsupported("a max pooling window with no tap inside the input (-inf; oneDNN gives the lowest number)")
         x = s.reads["x"]
         src = self._value(x)
-        dst = desc_any(s.shape, F32)
+        dst = desc_any(s.shape, s.dtype)
         prim = Primitive("dnnl_pooling_forward_primitive_desc_create", C.FORWARD_INFERENCE, alg, src.handle,
                          dst.handle, dims(g.stride), dims(g.kernel), dims(tuple(d - 1 for d in g.dilation)),
                          dims(g.padding), dims(_padding_right(g)), None, keep=(src, dst))
@@ -303,12 +326,24 @@ class Program:
         if self.shape.get(a) != s.shape or len(self.shape.get(b) or ()) != 4:
             raise Unsupported(f"{s.op} whose first operand is broadcast")
         m0, m1 = self._value(a), self._value(b)
-        dst = desc_any(s.shape, F32)
+        dst = desc_any(s.shape, s.dtype)
         alg = C.BINARY_ADD if s.op == "add" else C.BINARY_MUL
         prim = Primitive("dnnl_binary_primitive_desc_create", alg, m0.handle, m1.handle, dst.handle, None,
                          keep=(m0, m1, dst))
+        second = b
+        if prim.impl.startswith("ref"):   # bf16 with a blocked broadcast operand: that operand made plain
+            plain = desc(self.shape[b], self.dtype[b])
+            prim = Primitive("dnnl_binary_primitive_desc_create", alg, m0.handle, plain.handle, dst.handle, None,
+                             keep=(m0, plain, dst))
+            if prim.impl.startswith("ref"):
+                raise Unsupported(f"oneDNN has no fast {s.op} for these layouts")
+            second = ("plain", b)
+            self.buffer[second] = aligned_empty(max(plain.size, 64))
+            self.md[second] = plain
+            self.calls.append((reorder(m1, plain), {C.ARG_FROM: self._arg(b), C.ARG_TO: self._arg(second)},
+                               math.prod(self.shape[b])))
         self._made(s.out, prim)
-        self.calls.append((prim, {C.ARG_SRC: self._arg(a), C.ARG_SRC_1: self._arg(b), C.ARG_DST: self._arg(s.out)},
+        self.calls.append((prim, {C.ARG_SRC: self._arg(a), C.ARG_SRC_1: self._arg(second), C.ARG_DST: self._arg(s.out)},
                            math.prod(s.shape)))
         self.bound_steps.append((s.op, s.out, (a, b), None))
 
@@ -326,7 +361,7 @@ class Program:
             self.final_shape[s.out] = s.shape   # made as (N, C, 1, 1): the same plain bytes
         src = self._value(x)
         out_shape = tuple(shape[:2]) + (1, 1)
-        dst = desc_any(out_shape, F32)
+        dst = desc_any(out_shape, s.dtype)
         prim = Primitive("dnnl_pooling_forward_primitive_desc_create", C.FORWARD_INFERENCE,
                          C.POOLING_AVG_EXCLUDE_PADDING, src.handle, dst.handle, dims((1, 1)), dims(shape[2:]),
                          dims((0, 0)), dims((0, 0)), dims((0, 0)), None, keep=(src, dst))
@@ -344,7 +379,7 @@ class Program:
         mds = [self._value(p) for p in parts]
         handles = (ctypes.c_void_p * len(mds))(*[m.handle for m in mds])
         prim = None
-        for dst in (desc_any(s.shape, F32), _blocked(s.shape), desc(s.shape, F32)):
+        for dst in (desc_any(s.shape, s.dtype), _blocked(s.shape, s.dtype), desc(s.shape, s.dtype)):
             candidate = Primitive("dnnl_concat_primitive_desc_create", dst.handle, len(mds), 1, handles, None,
                                   keep=(mds, dst))
             if prim is None or not candidate.impl.startswith("ref"):
@@ -357,13 +392,30 @@ class Program:
         self.calls.append((prim, args, math.prod(s.shape)))
         self.bound_steps.append(("max", s.out, tuple(parts), None))
 
+    def _cast(self, s):
+        """f32 <-> bf16 as a reorder into the same layout (blocked or plain) of the other type."""
+        x = s.reads["x"]
+        src = self._value(x)
+        shape = self.shape[x]
+        if src == _blocked(shape, self.dtype[x]):
+            dst = _blocked(shape, s.dtype)
+        elif src == desc(shape, self.dtype[x]):
+            dst = desc(shape, s.dtype)
+        else:
+            raise Unsupported("a cast of a layout other than plain or blocked by 16")
+        prim = reorder(src, dst)
+        self.md[s.out] = dst
+        self.buffer[s.out] = aligned_empty(max(dst.size, 64))
+        self.calls.append((prim, {C.ARG_FROM: self._arg(x), C.ARG_TO: self._arg(s.out)}, math.prod(shape) * 4))
+        self.bound_steps.append(("same", s.out, (x,), None))   # rounding to bf16 may grow a value by one unit
+
     # --- running -------------------------------------------------------------------------------
     def bounded(self, arrays) -> bool:
         """Whether every value of a run on ``arrays`` stays below ``LIMIT`` (see the module); False
         for a NaN anywhere, whose comparisons are all false."""
         bound = {}
         for name, a in zip(self.inputs, arrays):
-            flat = a.reshape(-1)
+            flat = a.reshape(-1) if a.dtype == F32 else a.reshape(-1).astype(F32)
             b = math.sqrt(float(np.dot(flat, flat))) if flat.size else 0.0
             if not b < LIMIT:   # a sum of squares overflows long before the values do
                 b = float(np.max(np.abs(flat))) if flat.size else 0.0
@@ -412,7 +464,7 @@ class Program:
                 prim.run(args, threads_for(work))
             results = []
             for k, name, step, plain in self.finals:
-                out = np.empty(self.shape[name], F32)
+                out = np.empty(self.shape[name], self.dtype[name])
                 step.run({C.ARG_FROM: self.buffer[name], C.ARG_TO: out}, threads_for(out.size))
                 shape = self.final_shape.get(name)
                 results.append(out if shape is None else out.reshape(shape))
@@ -439,9 +491,9 @@ def _names(reads):
             yield value
 
 
-def _blocked(shape) -> Desc:
+def _blocked(shape, dtype=F32) -> Desc:
     """Channels blocked by 16 (oneDNN 3.2's ``dnnl_aBcd16b``, nChw16c)."""
-    return Desc(new("dnnl_memory_desc_create_with_tag", len(shape), dims(shape), data_type(F32), 78))
+    return Desc(new("dnnl_memory_desc_create_with_tag", len(shape), dims(shape), data_type(dtype), 78))
 
 
 def _clone(md) -> int:
