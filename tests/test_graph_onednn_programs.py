@@ -342,3 +342,28 @@ def test_a_bf16_mixed_precision_graph_runs_as_programs_with_its_casts(program_ru
         scale = float(np.max(np.abs(w)))
         assert float(np.max(np.abs(b.astype(np.float64) - w))) <= 0.02 * scale
         assert float(np.max(np.abs(b.astype(np.float64) - a.astype(np.float64)))) <= 0.02 * scale
+
+
+def test_a_cast_to_bf16_keeps_subnormals_and_a_2d_cast_only_ends_the_run():
+    import polyeng.amp
+    w = _w(8, 3, 3)
+
+    def fn(x, z):
+        y = polyeng.relu(polyeng.conv2d(x, w, padding=1))
+        y = polyeng.max_pool2d(polyeng.conv2d(y, _W8), 2)
+        return polyeng.cast(y, polyeng.bfloat16), polyeng.cast(z, polyeng.bfloat16)
+    x = (RNG.standard_normal((2, 3, 8, 8)) * 1e-39).astype(np.float32)   # subnormal results
+    z = (RNG.standard_normal((2, 5)) * 1e-39).astype(np.float32)
+    g = fuse(trace(fn, x, z))
+    first = g(x, z)
+    second = g(x, z)
+    assert g._compiled().segment_spans   # the convolutions still run as a program
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a.view(np.uint16), b.view(np.uint16))
+    assert np.count_nonzero(second[0]) > 0
+    a = polyeng.amp.to_mixed_precision(_graph(), "bfloat16")
+    a(X)
+    assert a._compiled().segment_spans
+
+
+_W8 = _w(8, 8, 1)

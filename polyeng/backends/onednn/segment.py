@@ -122,10 +122,10 @@ class Program:
             for name in _names(s.reads):
                 readers.setdefault(name, []).append(s)
         for name in self.inputs:
-            if self.shape[name] is None or len(self.shape[name]) != 4:
-                raise Unsupported(f"input {name} is not 4-D")
-            if self.dtype[name] not in TYPES:
-                raise Unsupported(f"input {name} is {self.dtype[name]}")
+            if self.shape[name] is None or len(self.shape[name]) != 4 or self.dtype[name] not in TYPES:
+                error = Unsupported(f"input {name} is not a 4-D f32 or bf16 value")
+                error.index = next(i for i, s in enumerate(steps) if name in set(_names(s.reads)))
+                raise error   # the run ends before the first step reading it
             self.md[name] = desc(self.shape[name], self.dtype[name])
         folded = set()
         for i, s in enumerate(steps):
@@ -393,7 +393,8 @@ class Program:
         self.bound_steps.append(("max", s.out, tuple(parts), None))
 
     def _cast(self, s):
-        """f32 <-> bf16 as a reorder into the same layout (blocked or plain) of the other type."""
+        """bf16 -> f32 as a reorder into the same layout (blocked or plain) of f32 (exact; the graph
+        side holds no f32 -> bf16 cast: oneDNN's flushes subnormals to zero)."""
         x = s.reads["x"]
         src = self._value(x)
         shape = self.shape[x]
