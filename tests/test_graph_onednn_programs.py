@@ -367,3 +367,20 @@ def test_a_cast_to_bf16_keeps_subnormals_and_a_2d_cast_only_ends_the_run():
 
 
 _W8 = _w(8, 8, 1)
+
+
+def test_a_small_cast_to_bf16_runs_in_the_program_unless_its_source_holds_a_subnormal():
+    w = _w(8, 3, 3)
+
+    def fn(x):   # a squeeze-excite's shape: the mean in f32, cast to bf16, a bf16 convolution after it
+        y = polyeng.max_pool2d(polyeng.relu(polyeng.conv2d(x, w, padding=1)), 2)
+        e = polyeng.cast(polyeng.mean(y, axis=(2, 3), keepdims=True), polyeng.bfloat16)
+        return polyeng.conv2d(e, _W8.astype(polyeng.bfloat16))
+    for scale, taken in ((1.0, True), (1e-39, False)):
+        x = (RNG.standard_normal((2, 3, 8, 8)) * scale).astype(np.float32)
+        got, want, ran = _program_vs_nodes(fn, x)
+        assert ran is taken
+        if scale == 1e-39:
+            np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
+        else:
+            close([got.astype(np.float32)], [want.astype(np.float32)], 1e-2)

@@ -6,7 +6,7 @@ The runner's first run of a signature records, for each node, the op, its valida
 facts and its result's shape (``facts``). ``plan`` then finds each run of at least
 ``MIN_NODES`` consecutive nodes that a program can hold (convolutions with constant weights,
 activations, pooling, add and mul, the spatial mean, channel concat and a mixed precision
-graph's casts from bf16 to f32, all 4-D f32 or bf16, on polyeng's built-in engines) and builds its program; a node the program turns down ends
+graph's casts between f32 and bf16, all 4-D f32 or bf16, on polyeng's built-in engines) and builds its program; a node the program turns down ends
 the run there and the search goes on after it. The planned entries keep every node's own plan,
 and a run falls back to them, node by node, whenever the program does not take it: a value that
 may leave the finite range (see the backend module), an input of another layout, another thread
@@ -70,9 +70,8 @@ def wanted(program, engine) -> bool:
 def facts(step, args, plan):
     """What ``plan`` needs of one node's first run, or None where no program can hold it."""
     op = step.spec.name
-    if op == "cast":   # a mixed precision graph's casts from bf16 to f32 (not marked: made after fusing)
-        # oneDNN's f32 -> bf16 reorder flushes subnormals to zero, where cast rounds them (exact)
-        if args["x"].dtype != TYPES[1] or np.dtype(args["dtype"]) != F32 or args["x"].ndim != 4:
+    if op == "cast":   # a mixed precision graph's casts between f32 and bf16 (not marked: made after fusing)
+        if args["x"].dtype not in TYPES or np.dtype(args["dtype"]) not in TYPES or args["x"].ndim != 4:
             return None
     elif not step.node.meta.get(NAME):
         return None

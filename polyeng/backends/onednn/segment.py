@@ -41,6 +41,8 @@ from .pooling import _kind as pooling_kind, _padding_right
 
 F32 = np.dtype(np.float32)
 TYPES = (F32, np.dtype(ml_dtypes.bfloat16))   # the storage a program holds (bf16: a mixed precision graph's)
+TINY = float(np.finfo(np.float32).tiny)   # the smallest normal f32
+CHECKED_CAST = 1 << 16   # elements of the largest f32 value a cast to bf16 in a program may read
 LIMIT = 1e36   # bounds above this might overflow somewhere (hardswish's formula passes f32's maximum from 5.7e37)
 
 # activation -> bound of the result from the bound b of its input
@@ -117,6 +119,7 @@ class Program:
         self.bound_steps = []  # (kind, out, reads, facts) for the bound walk
         self.keep = []
         self.final_shape = {}  # value -> the shape its output array is returned in, where not its own
+        self.subnormal_checks = []   # the f32 sources of casts to bf16, scanned after a run
         readers = self.readers = {}
         for s in steps:
             for name in _names(s.reads):
@@ -393,11 +396,19 @@ class Program:
         self.bound_steps.append(("max", s.out, tuple(parts), None))
 
     def _cast(self, s):
-        """bf16 -> f32 as a reorder into the same layout (blocked or plain) of f32 (exact; the graph
-        side holds no f32 -> bf16 cast: oneDNN's flushes subnormals to zero)."""
+        """f32 <-> bf16 as a reorder into the same layout (blocked or plain) of the other type.
+        bf16 -> f32 is exact. oneDNN's f32 -> bf16 flushes subnormals to zero, where cast rounds
+        them: it is held for values of at most ``CHECKED_CAST`` elements (a squeeze-excite's
+        means), whose f32 source is scanned after the run (``run`` returns None where it holds a
+        subnormal, and the nodes run)."""
         x = s.reads["x"]
         src = self._value(x)
         shape = self.shape[x]
+        if s.dtype != F32:
+            if math.prod(shape) > CHECKED_CAST:
+                raise Unsupported("a cast to bf16 of a value too large to scan for subnormals")
+            kind, value = self._arg(x)
+            self.subnormal_checks.append((kind, value[:src.size] if kind == "buf" else value))
         if src == _blocked(shape, self.dtype[x]):
             dst = _blocked(shape, s.dtype)
         elif src == desc(shape, self.dtype[x]):
@@ -463,6 +474,11 @@ class Program:
                 for arg, (kind, value) in template.items():
                     args[arg] = value if kind == "buf" else arrays[value]
                 prim.run(args, threads_for(work))
+            for kind, value in self.subnormal_checks:
+                source = value.view(F32) if kind == "buf" else arrays[value]
+                magnitude = np.abs(source)
+                if ((magnitude < TINY) & (magnitude > 0)).any():   # oneDNN's cast flushed it: the nodes round it
+                    return None
             results = []
             for k, name, step, plain in self.finals:
                 out = np.empty(self.shape[name], self.dtype[name])
