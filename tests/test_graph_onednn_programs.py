@@ -384,3 +384,20 @@ def test_a_small_cast_to_bf16_runs_in_the_program_unless_its_source_holds_a_subn
             np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
         else:
             close([got.astype(np.float32)], [want.astype(np.float32)], 1e-2)
+
+
+def test_a_cast_to_its_own_dtype_is_left_to_the_nodes():
+    w = _w(8, 3, 3)
+
+    def fn(x, z):   # bf16 to bf16 between the program's nodes: not a cast a program holds
+        y = polyeng.max_pool2d(polyeng.relu(polyeng.conv2d(x, w, padding=1)), 2)
+        return polyeng.mean(y, axis=(2, 3), keepdims=True), polyeng.cast(polyeng.cast(z, polyeng.bfloat16),
+                                                                         polyeng.bfloat16)
+    x = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    z = RNG.standard_normal((1, 1, 1, 1)).astype(np.float32)
+    g = fuse(trace(fn, x, z))
+    first = g(x, z)
+    second = g(x, z)
+    assert g._compiled().segment_spans
+    close([second[0]], [first[0]], 1e-6)
+    np.testing.assert_array_equal(second[1].view(np.uint16), first[1].view(np.uint16))

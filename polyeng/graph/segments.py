@@ -71,7 +71,8 @@ def facts(step, args, plan):
     """What ``plan`` needs of one node's first run, or None where no program can hold it."""
     op = step.spec.name
     if op == "cast":   # a mixed precision graph's casts between f32 and bf16 (not marked: made after fusing)
-        if args["x"].dtype not in TYPES or np.dtype(args["dtype"]) not in TYPES or args["x"].ndim != 4:
+        pair = (np.dtype(args["x"].dtype), np.dtype(args["dtype"]))
+        if pair not in ((F32, TYPES[1]), (TYPES[1], F32)) or args["x"].ndim != 4:
             return None
     elif not step.node.meta.get(NAME):
         return None

@@ -404,6 +404,8 @@ class Program:
         x = s.reads["x"]
         src = self._value(x)
         shape = self.shape[x]
+        if (self.dtype[x], s.dtype) not in ((F32, TYPES[1]), (TYPES[1], F32)):
+            raise Unsupported(f"a cast from {self.dtype[x]} to {s.dtype}")
         if s.dtype != F32:
             if math.prod(shape) > CHECKED_CAST:
                 raise Unsupported("a cast to bf16 of a value too large to scan for subnormals")
