@@ -77,6 +77,11 @@ def _weight_view(p, weight):
     return weight, fixed
 
 
+def multiply_adds(g) -> int:
+    """The multiply-adds of a convolution of geometry ``g`` (what decides its threads)."""
+    return g.batch * g.out_channels * g.out[0] * g.out[1] * g.group_in * g.kernel[0] * g.kernel[1]
+
+
 def _batched(a, rank: int):
     """``a`` (x or a residual) with non-negative strides and a leading batch of 1 when it has none."""
     a = _nonnegative(a)
@@ -274,7 +279,7 @@ def _conv(p, x, weight, bias, residual=None, eltwise=None):
     else:
         plan = _plan(p, x, weight, bias is not None, residual is not None, eltwise)
         w, fixed = _weight_view(p, weight)
-        work = g.batch * g.out_channels * g.out[0] * g.out[1] * g.group_in * g.kernel[0] * g.kernel[1]
+        work = multiply_adds(g)
         if fixed:   # a weight that cannot change: its views and packed copy may be kept
             p.__dict__[key] = (plan, weight, w, work)
     rank = len(plan.out_shape)

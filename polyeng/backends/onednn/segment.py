@@ -33,9 +33,10 @@ import numpy as np
 
 from . import _constants as C
 from ._lib import dims, new
-from ._primitive import Attr, Desc, Primitive, aligned_empty, data_type, desc, desc_any, reorder
+from ._primitive import Attr, Desc, Primitive, aligned_empty, desc, desc_any, reorder
 from ._packed import packed_weight
 from ._threads import threads_for
+from . import conv
 from .fused import POST_OPS
 from .pooling import _kind as pooling_kind, _padding_right
 
@@ -115,7 +116,7 @@ class Program:
         self.md = {}          # value -> Desc of its layout
         self.shape = dict(shapes)
         self.buffer = {}      # value -> byte buffer (internal values)
-        self.calls = []       # (primitive, {arg: ("buf", array) | ("in", i) | ("out", i)}, work)
+        self.calls = []       # (primitive, {arg: ("buf", array) | ("in", index of the input)}, work)
         self.bound_steps = []  # (kind, out, reads, facts) for the bound walk
         self.keep = []
         self.final_shape = {}  # value -> the shape its output array is returned in, where not its own
@@ -152,11 +153,9 @@ class Program:
         for name in self.outputs:
             if name not in self.md:
                 raise Unsupported(f"output {name} is not made here")
-        self.finals = []   # (index of output, reorder primitive or None)
-        for k, name in enumerate(self.outputs):
-            shape = self.shape[name]
-            plain = desc(shape, self.dtype[name])
-            self.finals.append((k, name, reorder(self.md[name], plain), plain))
+        # per output, the reorder from its layout to a new plain array
+        self.finals = [(name, reorder(self.md[name], desc(self.shape[name], self.dtype[name])))
+                       for name in self.outputs]
 
     # --- building ------------------------------------------------------------------------------
     def _value(self, name):
@@ -164,9 +163,9 @@ class Program:
             raise Unsupported(f"value {name} is read before it is made")
         return self.md[name]
 
-    def _made(self, name, prim, query=C.QUERY_DST_MD):
-        md = prim.md(query)
-        copy = Desc(_clone(md))
+    def _made(self, name, prim):
+        """``prim``'s destination layout as the layout of ``name``, with a buffer for it."""
+        copy = Desc(_clone(prim.md(C.QUERY_DST_MD)))
         self.md[name] = copy
         self.buffer[name] = aligned_empty(max(copy.size, 64))
         return copy
@@ -238,12 +237,7 @@ class Program:
             post.append(("binary", C.BINARY_ADD, self._value(residual)))
         if activation[0] != "none":
             post.append(("eltwise",) + tuple(POST_OPS[activation[0]](activation[1], activation[2])))
-        if g.groups > 1:
-            so = w.strides[0]
-            wv = np.lib.stride_tricks.as_strided(w, (g.groups, g.group_out) + w.shape[1:],
-                                                 (g.group_out * so,) + w.strides, writeable=False)
-        else:
-            wv = w
+        wv, _ = conv._weight_view(s.prepared, w)   # grouped weights as (G, O / G, C / G, kh, kw)
         out_shape = (g.batch, g.out_channels) + tuple(g.out)
         left, right = (g.padding[0], g.padding[2]), (g.padding[1], g.padding[3])
         prim = None
@@ -293,8 +287,7 @@ class Program:
             args[C.ARG_BIAS] = ("buf", bias)
         if residual is not None:
             args[C.ARG_ATTR_MULTIPLE_POST_OP_BASE | C.ARG_SRC_1] = self._arg(residual)
-        work = g.batch * g.out_channels * g.out[0] * g.out[1] * g.group_in * g.kernel[0] * g.kernel[1]
-        self.calls.append((prim, args, work))
+        self.calls.append((prim, args, conv.multiply_adds(g)))
         rows = np.abs(w.astype(np.float64)).reshape(w.shape[0], -1).sum(axis=1)
         facts = (float(rows.max()) if rows.size else 0.0,
                  float(np.abs(b.astype(np.float64)).max()) if b is not None and b.size else 0.0, activation)
@@ -482,7 +475,7 @@ class Program:
                 if ((magnitude < TINY) & (magnitude > 0)).any():   # oneDNN's cast flushed it: the nodes round it
                     return None
             results = []
-            for k, name, step, plain in self.finals:
+            for name, step in self.finals:
                 out = np.empty(self.shape[name], self.dtype[name])
                 step.run({C.ARG_FROM: self.buffer[name], C.ARG_TO: out}, threads_for(out.size))
                 shape = self.final_shape.get(name)
@@ -511,8 +504,8 @@ def _names(reads):
 
 
 def _blocked(shape, dtype=F32) -> Desc:
-    """Channels blocked by 16 (oneDNN 3.2's ``dnnl_aBcd16b``, nChw16c)."""
-    return Desc(new("dnnl_memory_desc_create_with_tag", len(shape), dims(shape), data_type(dtype), 78))
+    """Channels blocked by 16 (nChw16c), the layout ONEDNN's convolution kernel asks for."""
+    return conv._layout("blocked", shape, dtype)
 
 
 def _clone(md) -> int:
