@@ -195,6 +195,7 @@ class Program:
         level = verbose.level()   # read once a run: no node changes it
         steps, released = self.steps, self.released
         clock = time.perf_counter if times is not None else None
+        segment = segments.Segment
         i, count = start - 1, len(steps)
         while True:
             i += 1
@@ -203,7 +204,7 @@ class Program:
             if clock is not None:
                 began = clock()
             step, entry = steps[i], entries[i]
-            if type(entry) is segments.Segment:   # a run of nodes as one oneDNN program
+            if type(entry) is segment:   # a run of nodes as one oneDNN program
                 if not level and entry.run(env):
                     for k in range(i, entry.stop):
                         for s in released[k]:

@@ -67,6 +67,11 @@ def wanted(program, engine) -> bool:
     return record is not None and record.status()[0]
 
 
+def _is_slot(value) -> bool:
+    from .runner import _is_slot as is_slot   # the runner imports this module
+    return is_slot(value)
+
+
 def facts(step, args, plan):
     """What ``plan`` needs of one node's first run, or None where no program can hold it."""
     op = step.spec.name
@@ -84,7 +89,7 @@ def facts(step, args, plan):
     for name, slot in step.simple:
         reads[name] = slot
     for name, template in step.nested:
-        slots = [s.index for s in leaves(template, lambda v: type(v).__name__ == "_Slot")]
+        slots = [s.index for s in leaves(template, _is_slot)]
         if not isinstance(args.get(name), (list, tuple)) or len(slots) != len(args[name]):
             return None
         reads[name] = slots
@@ -146,7 +151,7 @@ def plan(program, entries, recorded, kept) -> list:
         for _, s in step.simple:
             readers.setdefault(s, []).append(i)
         for _, template in step.nested:
-            for found in leaves(template, lambda v: type(v).__name__ == "_Slot"):
+            for found in leaves(template, _is_slot):
                 readers.setdefault(found.index, []).append(i)
     constants = {s: a for s, a in program.constants}
     spans = []
