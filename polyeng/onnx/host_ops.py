@@ -12,6 +12,8 @@ nor the converters.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..engine import dtypes as dt
@@ -19,7 +21,12 @@ from ..engine.api import host_array as _host
 
 
 def _ints(value) -> list:
-    return [int(v) for v in np.asarray(value).reshape(-1)]
+    """``value`` (an array, list or number) as a flat list of Python ints. ``tolist`` makes them
+    in one call: converting numpy's scalars one by one cost microseconds per shape."""
+    flat = np.asarray(value).reshape(-1)
+    if flat.dtype.kind in "iu":
+        return flat.tolist()
+    return [int(v) for v in flat.tolist()]
 
 
 def _axes(axes, ndim: int) -> list:
@@ -221,7 +228,7 @@ def squeeze(x, axes=None):
 def flatten(x, axis=1):
     have = tuple(x.shape)
     axis = axis + len(have) if axis < 0 else axis
-    return _reshape(x, (int(np.prod(have[:axis], dtype=np.int64)), int(np.prod(have[axis:], dtype=np.int64))))
+    return _reshape(x, (math.prod(have[:axis]), math.prod(have[axis:])))
 
 
 def resize_arguments(shape, scales, sizes, error=ValueError):
