@@ -1,7 +1,8 @@
-"""Small numpy products of matmul, linear and lstm run with OpenBLAS on the calling thread: on
+"""Small numpy products of lstm and the convolutions run with OpenBLAS on the calling thread: on
 a busy machine OpenBLAS's worker threads wait for a core, and a 0.1 ms product took tens of
 milliseconds. Large products run on polyeng's thread budget, never above the count OpenBLAS had.
-The count is restored afterwards. Speed itself is measured by ``benchmarks/contention.py`` and
+matmul's and linear's products keep whichever of the budget and one thread their first calls
+ran faster on. The count is restored afterwards. Speed itself is measured by ``benchmarks/contention.py`` and
 ``benchmarks/threads.py``."""
 import os
 import threading
@@ -11,6 +12,7 @@ import pytest
 
 import polyeng
 from polyeng.backends import _blas, _blas_threads
+from polyeng.engine import thread_trials
 
 ENGINES = ["basic"] + [e.name for e in polyeng.engines() if e.name == "numba" and e.available]
 
@@ -33,6 +35,7 @@ class FakeOpenBLAS:
 def fake(monkeypatch):
     lib = FakeOpenBLAS()
     monkeypatch.setattr(_blas_threads, "_controls", (lib.get, lib.set))
+    monkeypatch.setattr(_blas_threads, "trials", thread_trials.Trials())   # no choice from earlier calls
     return lib
 
 
@@ -59,28 +62,76 @@ def run(engine, op, *args):
         return getattr(polyeng, op)(*args)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("op, args", [
+PRODUCTS = [
     ("linear", (ones(128, 192), ones(192, 192), ones(192))),
     ("linear", (ones(1, 192), ones(96, 192))),          # a row: OpenBLAS's gemv threads from 9216
     ("matmul", (ones(128, 192), ones(192, 192))),
     ("matmul", (ones(4, 32, 64), ones(64, 256))),       # 2.1 M multiply-adds in 4 products
     ("matmul", (ones(2048), ones(2048, 64))),
-])
-def test_small_products_run_on_one_thread_and_restore_the_count(fake, monkeypatch, engine, op, args):
-    expected = np.matmul(args[0], args[1] if op == "matmul" else args[1].T)
-    seen = spy_on_matmul(monkeypatch, fake.get)
-    result = run(engine, op, *args)
-    np.testing.assert_allclose(result, expected + (args[2] if len(args) > 2 else 0))
-    assert seen[-1] == 1   # the last product is the call's own (NUMBA may widen inputs first)
+]
+
+
+def timed_matmul(monkeypatch, fake, faster):
+    """np.matmul that records the thread count of each product, on a clock that runs 1 s per
+    product on ``faster`` threads and 3 s on any other count."""
+    clock, seen = [0.0], []
+    real = np.matmul
+
+    def spy(*args, **kwargs):
+        seen.append(fake.threads)
+        clock[0] += 1.0 if fake.threads == faster else 3.0
+        return real(*args, **kwargs)
+    monkeypatch.setattr(np, "matmul", spy)
+    monkeypatch.setattr(_blas_threads, "perf_counter", lambda: clock[0])
+    return seen
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("op, args", PRODUCTS)
+@pytest.mark.parametrize("faster", [1, 4])
+def test_matmul_and_linear_keep_the_faster_of_the_budget_and_one_thread(fake, monkeypatch, engine, op, args,
+                                                                         faster):
+    expected = np.matmul(args[0], args[1] if op == "matmul" else args[1].T) + (args[2] if len(args) > 2 else 0)
+    monkeypatch.setattr(_blas_threads, "threads_now", lambda: 4)
+    seen = timed_matmul(monkeypatch, fake, faster)
+    tried = thread_trials.WARMUP + 2 * thread_trials.TRIALS
+    per_call = []
+    for _ in range(tried + 3):
+        np.testing.assert_allclose(run(engine, op, *args), expected)
+        per_call.append(seen[-1])   # the last product is the call's own (NUMBA may widen inputs first)
+        assert fake.threads == 4    # restored after every call
+    assert per_call == [4] + [4, 1] * thread_trials.TRIALS + [faster] * 3
+    assert fake.sets == [1, 4] * (thread_trials.TRIALS + (3 if faster == 1 else 0))
+
+
+@pytest.mark.parametrize("op, args", PRODUCTS[:1] + PRODUCTS[3:4])
+def test_on_a_busy_machine_products_run_on_one_thread_untried(fake, monkeypatch, op, args):
+    monkeypatch.setattr(_blas_threads, "threads_now", lambda: 1)
+    seen = timed_matmul(monkeypatch, fake, 4)
+    for _ in range(3):
+        run("basic", op, *args)
+    assert seen == [1, 1, 1] and fake.threads == 4 and fake.sets == [1, 4] * 3
+    assert not _blas_threads.trials._trials
+
+
+def test_unnamed_small_products_run_on_one_thread_and_restore_the_count(fake):
+    with _blas_threads.blas_threads(1 << 20):
+        assert fake.threads == 1
     assert fake.threads == 4 and fake.sets == [1, 4]
+    with _blas_threads.blas_threads(1 << 20, key=None):
+        assert fake.threads == 1
 
 
 def test_the_count_is_restored_when_the_product_raises(fake, monkeypatch):
+    monkeypatch.setattr(_blas_threads, "threads_now", lambda: 4)
+    monkeypatch.setattr(_blas_threads.trials, "choose", lambda key, n: (1, True))   # a timed one-thread trial
+    recorded = []
+    monkeypatch.setattr(_blas_threads.trials, "record", lambda *args: recorded.append(args))
     seen = spy_on_matmul(monkeypatch, fake.get, fail=True)
     with pytest.raises(FloatingPointError, match="product failed"):
         _blas.linear(None, ones(128, 192), ones(192, 192), None)
-    assert seen == [1] and fake.threads == 4
+    assert seen == [1] and fake.threads == 4 and fake.sets == [1, 4]
+    assert recorded == []   # a failed call is no measurement
 
 
 @pytest.mark.parametrize("a, b", [

@@ -193,7 +193,7 @@ def test_info_shows_the_policy():
     assert out.returncode == 0, out.stderr
     section = out.stdout.split("threads:\n", 1)[1]
     assert f"budget:         {len(os.sched_getaffinity(0))} (default" in section
-    assert "BLAS:           openblas" in section and "small products on 1, large on the budget" in section
+    assert "BLAS:           openblas" in section and "small products on 1, large on the budget, matmul and linear on the faster of the two" in section
     if NUMBA:
         assert "numba:          omp layer" in section and "PASSIVE: workers sleep between kernels" in section
 

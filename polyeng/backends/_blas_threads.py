@@ -8,6 +8,11 @@ polyeng's BLAS calls (matmul, linear, the products of lstm) run inside ``blas_th
 - a larger one runs on polyeng's thread budget as the machine's load allows it
   (``engine.threads.threads_now``), never on more threads than OpenBLAS had when polyeng found it
   (what the user gave it: ``OPENBLAS_NUM_THREADS``, threadpoolctl, or every core).
+- a product the caller names (``key``: matmul and linear name theirs by op, shapes and dtype)
+  instead runs its first calls alternately on that budget and on one thread, and keeps the
+  faster (``engine/thread_trials.py``), whatever its size: on a 2-core virtual machine a
+  1024x32 by 32x96 product took 42 us on two threads and 73 us on one, a 1024x32 by 32x128 one
+  303 us on two and 106 us on one. On a busy machine ``threads_now`` is 1 and nothing is tried.
 The count is restored afterwards, also when the call raises.
 
 The count is process-wide. While calls hold it, a product another Python thread starts runs
@@ -22,10 +27,12 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from time import perf_counter
 
 import numpy as np
 
 from ..engine.signal_safe import entered_without_signal_check, settle
+from ..engine.thread_trials import Trials
 from ..engine.threads import threads_now
 
 # Below this many multiply-adds (whole call) two threads saved up to ~0.1 ms in f32 (~0.2 ms
@@ -42,6 +49,8 @@ _controls = None   # (get, set) of the library's thread count, () if none; found
 _controller = None  # threadpoolctl's controller of that library (for blas_info)
 _active: dict = {}  # thread count -> how many running calls asked for it, in all threads
 _saved = 0          # the count the last of them restores
+_current = 0        # the count set while calls hold it (read from the library by the first one in)
+trials = Trials()   # named products: the budget or one thread, by their first calls' times
 
 
 class _Hold:
@@ -53,18 +62,19 @@ class _Hold:
         self.wanted, self.held = wanted, 0
 
     def __enter__(self):
-        global _saved
+        global _saved, _current
         get, set_ = _controls
         try:
             with _lock:
-                if not _active:
-                    _saved = get()
+                if not _active:   # the library's count now: whatever set it since, the user included
+                    _saved = _current = get()
                 held = min(self.wanted, _saved)
                 _active[held] = _active.get(held, 0) + 1
                 self.held = held   # counted and recorded with no signal check between
                 fewest = min(_active)
-                if get() != fewest:
+                if _current != fewest:
                     set_(fewest)
+                    _current = fewest
         except BaseException:   # a failed or interrupted enter (up to the lock's release): holds nothing
             self.__exit__()
             raise
@@ -79,6 +89,7 @@ class _Hold:
             self._release(get, set_)
 
     def _release(self, get, set_):
+        global _current
         if self.held:   # released once, whatever signal makes ``settle`` run this again
             left = _active[self.held] - 1
             if left:
@@ -87,8 +98,28 @@ class _Hold:
                 del _active[self.held]
             self.held = 0
         wanted = min(_active) if _active else _saved
-        if wanted and get() != wanted:   # 0: interrupted before the first call saved the count
+        if wanted and _current != wanted:   # 0: interrupted before the first call saved the count
             set_(wanted)
+            _current = wanted
+
+
+class _Tried(_Hold):
+    """A ``_Hold`` whose block's time is one of its product's thread trials."""
+    __slots__ = ("key", "budget", "began")
+
+    def __init__(self, wanted: int, key, budget: int):
+        _Hold.__init__(self, wanted)
+        self.key, self.budget, self.began = key, budget, 0.0
+
+    def __enter__(self):
+        _Hold.__enter__(self)
+        self.began = perf_counter()
+
+    @entered_without_signal_check
+    def __exit__(self, *exc):
+        settle(self._release_locked)   # first, as in _Hold: no signal can skip it
+        if not exc[0]:
+            trials.record(self.key, self.budget, self.wanted, perf_counter() - self.began)
 
 
 def _after_fork_in_child():
@@ -105,18 +136,25 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def blas_threads(work: int, vector: bool = False):
+def blas_threads(work: int, vector: bool = False, key=None):
     """A context manager for a block of numpy products of ``work`` multiply-adds each (a
     product's batch included): OpenBLAS on the calling thread when that is below
     ``SMALL_WORK``, else on the thread budget; nothing for products OpenBLAS keeps serial itself.
-    ``vector``: some product has a single row or column."""
+    ``vector``: some product has a single row or column. ``key`` (hashable, the same for the same
+    product): the budget or one thread by the product's thread trials, at any size."""
     if work <= (_SERIAL_GEMV if vector else _SERIAL_GEMM):
         return _NOTHING
     if _controls is None:
         _find_controls()
     if not _controls:
         return _NOTHING
-    return _Hold(1 if work < SMALL_WORK else threads_now())
+    if key is None:
+        return _Hold(1 if work < SMALL_WORK else threads_now())
+    budget = threads_now()
+    if budget == 1:
+        return _Hold(1)
+    n, timed = trials.choose((key, budget), budget)
+    return _Tried(n, (key, budget), budget) if timed else _Hold(n)
 
 
 def _find_controls():

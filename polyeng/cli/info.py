@@ -74,7 +74,7 @@ def report() -> str:
             "  numba:          " + (f"{numba['layer']} layer, {numba['size']} workers; {numba['wait']}; "
                                      f"set by the user: {numba['set_by_user']}" if numba else "not available"),
             "  BLAS:           " + (f"{blas.get('library', '?')} {blas.get('version', '')} ({blas.get('threading', '?')}), "
-                                     f"{blas['threads']} threads; small products on 1, large on the budget"
+                                     f"{blas['threads']} threads; small products on 1, large on the budget, matmul and linear on the faster of the two"
                                      if blas else "not driven (not an OpenBLAS with its own threads)"),
             f"  now:            {threads['threads_now']} threads for a parallel kernel "
             f"(fewer while other processes keep cores busy)",
