@@ -65,10 +65,10 @@ def test_matches_onnxruntime(name, exporter, engine):
 def test_planned_runs_take_onednn_programs_and_match_onnxruntime(name, exporter, monkeypatch):
     """A second run of a signature executes the convolution nodes as oneDNN programs
     (``polyeng/graph/segments.py``); the CNNs are held by them nearly whole."""
-    from polyeng.backends.onednn import segment
+    from polyeng.backends.onednn import lanes
     taken = []
-    real = segment.Program.run
-    monkeypatch.setattr(segment.Program, "run",
+    real = lanes.Lanes.run
+    monkeypatch.setattr(lanes.Lanes, "run",
                         lambda self, arrays: (lambda out: taken.append(out is not None) or out)(real(self, arrays)))
     _, graph, runs = model(name, exporter)
     for batch, (x, want) in runs.items():

@@ -198,10 +198,17 @@ def _build(segment, program, recorded, readers, constants, kept, first, stop):
     outputs = [s.out for s in steps if s.out in kept or any(r >= stop for r in readers.get(s.out, ()))]
     if not outputs:
         return None
-    from ..backends.onednn import _fpmath
+    from ..backends.onednn import _fpmath, lanes
+    compute, dtypes = _fpmath.compute(), {s: shapes[s][1] for s in inputs}
     try:
-        built = segment.Program(steps, inputs, outputs, constants, {s: shapes[s][0] for s in inputs},
-                                _fpmath.compute(), {s: shapes[s][1] for s in inputs})
+        built = segment.Program(steps, inputs, outputs, constants, {s: shapes[s][0] for s in inputs}, compute, dtypes)
     except segment.Unsupported as exc:
         return first + exc.index if exc.index is not None else None
+    batch = {shapes[s][0][0] for s in inputs}
+    n = min(batch) if len(batch) == 1 else 1   # the batch lanes may split: every input's first dim
+
+    def lane(size):
+        return segment.Program(lanes.lane_steps(steps, n, size), inputs, outputs, constants,
+                               {s: (size,) + tuple(shapes[s][0][1:]) for s in inputs}, compute, dtypes)
+    built = lanes.Lanes(built, lane, max(n, 1))
     return built, inputs, outputs, [shapes[s] for s in inputs]

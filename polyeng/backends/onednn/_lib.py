@@ -254,6 +254,12 @@ def set_threads(n: int) -> None:
         _threads.n = n
 
 
+def note_threads(n) -> None:
+    """The OpenMP count this thread now has, set outside ``set_threads`` (None: not known, so
+    the next ``set_threads`` sets it)."""
+    _threads.n = n
+
+
 def version() -> str:
     v = lib().dnnl_version().contents
     return f"{v.major}.{v.minor}.{v.patch}"

@@ -32,6 +32,7 @@ import ml_dtypes
 import numpy as np
 
 from . import _constants as C
+from . import _native
 from ._lib import dims, new
 from ._primitive import Attr, Desc, Primitive, aligned_empty, desc, desc_any, reorder
 from ._packed import packed_weight
@@ -121,6 +122,7 @@ class Program:
         self.keep = []
         self.final_shape = {}  # value -> the shape its output array is returned in, where not its own
         self.subnormal_checks = []   # the f32 sources of casts to bf16, scanned after a run
+        self.natives = {}     # threads -> the calls as one compiled loop (``_native.py``)
         readers = self.readers = {}
         for s in steps:
             for name in _names(s.reads):
@@ -456,33 +458,60 @@ class Program:
             bound[out] = b
         return True
 
-    def run(self, arrays):
+    def run(self, arrays, outs=None, threads=None, checked=False):
         """The outputs for ``arrays`` (C-contiguous f32 of the planned shapes), or None where the
-        program may not run them (see the module)."""
+        program may not run them (see the module). ``outs``: C-contiguous arrays to write the
+        outputs into (of each output's shape, or of its size where it is returned reshaped), instead
+        of new ones; ``threads``: every primitive's threads, instead of by its work; ``checked``:
+        the caller found the bound of a run on ``arrays`` already (``lanes.py``)."""
         if not self.lock.acquire(blocking=False):
             return None
         try:
-            if not self.bounded(arrays):
+            if not checked and not self.bounded(arrays):
                 return None
+            if threads is not None and outs is not None and _native.available():
+                return self._run_native(arrays, outs, threads)
             for prim, template, work in self.calls:
                 args = {}
                 for arg, (kind, value) in template.items():
                     args[arg] = value if kind == "buf" else arrays[value]
-                prim.run(args, threads_for(work))
-            for kind, value in self.subnormal_checks:
-                source = value.view(F32) if kind == "buf" else arrays[value]
-                magnitude = np.abs(source)
-                if ((magnitude < TINY) & (magnitude > 0)).any():   # oneDNN's cast flushed it: the nodes round it
-                    return None
+                prim.run(args, threads or threads_for(work))
+            if not self._no_subnormals(arrays):
+                return None
             results = []
-            for name, step in self.finals:
-                out = np.empty(self.shape[name], self.dtype[name])
-                step.run({C.ARG_FROM: self.buffer[name], C.ARG_TO: out}, threads_for(out.size))
+            for i, (name, step) in enumerate(self.finals):
+                out = np.empty(self.shape[name], self.dtype[name]) if outs is None else outs[i].reshape(self.shape[name])
+                step.run({C.ARG_FROM: self.buffer[name], C.ARG_TO: out}, threads or threads_for(out.size))
                 shape = self.final_shape.get(name)
                 results.append(out if shape is None else out.reshape(shape))
             return results
         finally:
             self.lock.release()
+
+
+    def _run_native(self, arrays, outs, threads):
+        """``run`` with every primitive on ``threads`` in one compiled loop (``_native.py``)."""
+        native = self.natives.get(threads)
+        if native is None:
+            inputs = len(self.inputs)
+            calls = [(prim, template, threads) for prim, template, _ in self.calls]
+            calls += [(step, {C.ARG_FROM: ("buf", self.buffer[name]), C.ARG_TO: ("in", inputs + i)}, threads)
+                      for i, (name, step) in enumerate(self.finals)]
+            native = self.natives[threads] = _native.Native(calls)
+        made = [out.reshape(self.shape[name]) for out, (name, _) in zip(outs, self.finals)]
+        native.run(list(arrays) + made)
+        if not self._no_subnormals(arrays):
+            return None
+        return [out if self.final_shape.get(name) is None else out.reshape(self.final_shape[name])
+                for out, (name, _) in zip(made, self.finals)]
+
+    def _no_subnormals(self, arrays) -> bool:
+        for kind, value in self.subnormal_checks:
+            source = value.view(F32) if kind == "buf" else arrays[value]
+            magnitude = np.abs(source)
+            if ((magnitude < TINY) & (magnitude > 0)).any():   # oneDNN's cast flushed it: the nodes round it
+                return False
+        return True
 
 
 def _every_window_has_a_tap(g) -> bool:

@@ -1,0 +1,160 @@
+"""A oneDNN program's executions in one compiled loop: no Python between its primitives.
+
+Each primitive of a program run from Python costs about 5 us of the interpreter (its arguments
+bound, its thread count set, the call through ctypes) and, when another thread waits for the
+GIL, a hand-over of the GIL, which in a virtual machine can take tens of microseconds. ``Native``
+holds a program's executions as arrays (primitive handles, packed arguments, thread counts) and
+runs them with a numba function that calls oneDNN's C functions through ctypes function
+pointers, without the GIL, once per run: the data pointers of the run's inputs and outputs are
+set first, then every primitive executes and its stream is waited on.
+
+The memory objects are the program's own (made here, destroyed with it), so no other caller of a
+primitive sees its data pointers change. ``available()`` is False where numba cannot compile the
+loop; programs then run from Python.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+import weakref
+from ctypes import c_int, c_size_t
+
+import numpy as np
+
+from . import _constants as C
+from .._address import address
+from ._lib import ExecArg, OneDNNError, _state, engine, lib, new, note_threads, stream
+
+_EXECUTE = ctypes.CFUNCTYPE(c_int, c_size_t, c_size_t, c_int, c_size_t)
+_WAIT = ctypes.CFUNCTYPE(c_int, c_size_t)
+_SET_DATA = ctypes.CFUNCTYPE(c_int, c_size_t, c_size_t)
+_SET_THREADS = ctypes.CFUNCTYPE(None, c_int)
+
+_state_lock = threading.Lock()
+_loop: dict = {}   # "fns": the ctypes function objects, "run": the compiled loop; "error": why not
+
+
+def _address_of(fn) -> int:
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+def _compile():
+    from ..numba._runtime import jit
+
+    @jit
+    def run_calls(execute, wait, set_data, set_threads, stream_handle, handles, counts, packed, threads,
+                  bound, sources, pointers):
+        """0, or -(1 + j) when setting binding j failed, or (call index + 1) * 1000 + status."""
+        for j in range(bound.size):
+            if set_data(bound[j], pointers[sources[j]]) != 0:
+                return -(1 + j)
+        current = -1
+        for i in range(handles.size):
+            if threads[i] != current:
+                current = threads[i]
+                set_threads(current)
+            status = execute(handles[i], stream_handle, counts[i], packed[i])
+            if status == 0:
+                status = wait(stream_handle)
+            if status != 0:
+                return (i + 1) * 1000 + status
+        return 0
+    return run_calls
+
+
+def _functions():
+    """(execute, wait, set_data, set_threads, compiled loop), or None where it cannot be made."""
+    if "run" in _loop:
+        return _loop["fns"] + (_loop["run"],)
+    if "error" in _loop:
+        return None
+    with _state_lock:
+        if "run" not in _loop and "error" not in _loop:
+            try:
+                l = lib()
+                omp = _state.get("omp")
+                if omp is None:
+                    raise RuntimeError("libgomp's omp_set_num_threads was not found")
+                fns = (_EXECUTE(_address_of(l.dnnl_primitive_execute)), _WAIT(_address_of(l.dnnl_stream_wait)),
+                       _SET_DATA(_address_of(l.dnnl_memory_set_data_handle)), _SET_THREADS(_address_of(omp[0])))
+                run = _compile()
+                _loop["fns"], _loop["run"] = fns, run
+            except Exception as exc:   # numba missing or failing: programs run from Python
+                _loop["error"] = f"{type(exc).__name__}: {exc}"
+    return _functions() if "run" in _loop else None
+
+
+def available() -> bool:
+    return _functions() is not None
+
+
+def _destroy(memories):
+    try:
+        l = lib()
+        for memory in memories:
+            l.dnnl_memory_destroy(memory)
+    except Exception:
+        pass
+
+
+class Native:
+    """The executions ``calls`` (``(primitive, {arg: ("buf", array) | ("in", index)}, threads)``;
+    an index counts the run's inputs, then its outputs) as one compiled loop. Each primitive runs
+    as made for its thread count where oneDNN made it so (``Primitive._variant``)."""
+
+    def __init__(self, calls):
+        l = lib()
+        memories, packs, handles, counts, threads = [], [], [], [], []
+        bound, sources = [], []
+        self._keep = []
+        scratch_bytes = 0
+        chosen = []
+        for prim, template, n in calls:
+            handle, pd, scratch = prim.handle, prim.pd, prim.scratch
+            if n != prim.threads:
+                variant = prim._variants.get(n) if n in prim._variants else prim._variant(n, template)
+                if variant is not None:
+                    handle, pd, scratch = variant
+            chosen.append((prim, template, n, handle, pd, scratch))
+            scratch_bytes = max(scratch_bytes, scratch)
+        from ._primitive import aligned_empty
+        self.scratch = aligned_empty(max(scratch_bytes, 64))
+        for prim, template, n, handle, pd, scratch in chosen:
+            args = list(template.items()) + ([(C.ARG_SCRATCHPAD, ("buf", self.scratch))] if scratch else [])
+            pack = (ExecArg * len(args))()
+            for k, (arg, (kind, value)) in enumerate(args):
+                memory = new("dnnl_memory_create", l.dnnl_primitive_desc_query_md(pd, C.QUERY_EXEC_ARG_MD, arg),
+                             engine(), None)
+                memories.append(memory)
+                pack[k].arg, pack[k].memory = arg, memory
+                if kind == "buf":
+                    l.dnnl_memory_set_data_handle(memory, address(value))
+                    self._keep.append(value)
+                else:
+                    bound.append(memory)
+                    sources.append(value)
+            packs.append(pack)
+            handles.append(handle)
+            counts.append(len(args))
+            threads.append(n)
+        self._keep.append(calls)   # the primitives (their handles) live as long as this
+        self._packs = packs
+        self.handles = np.array(handles, np.uint64)
+        self.counts = np.array(counts, np.int32)
+        self.packed = np.array([ctypes.addressof(p) for p in packs], np.uint64)
+        self.threads = np.array(threads, np.int32)
+        self.bound = np.array(bound, np.uint64)
+        self.sources = np.array(sources, np.int64)
+        self._finalizer = weakref.finalize(self, _destroy, memories)
+
+    def run(self, arrays) -> None:
+        """Executes every call on ``arrays`` (the run's inputs, then its outputs: C-contiguous)."""
+        execute, wait, set_data, set_threads, loop = _functions()
+        pointers = np.array([address(a) for a in arrays], np.uint64)
+        status = loop(execute, wait, set_data, set_threads, stream(), self.handles, self.counts, self.packed,
+                      self.threads, self.bound, self.sources, pointers)
+        note_threads(int(self.threads[-1]) if status == 0 and self.threads.size else None)
+        if status < 0:
+            raise OneDNNError("dnnl_memory_set_data_handle", 1)
+        if status:
+            raise OneDNNError("primitive execution", status % 1000)

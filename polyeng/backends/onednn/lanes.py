@@ -1,0 +1,177 @@
+"""A oneDNN program run in lanes: the batch split into one part per thread of the budget, each
+part run by a program built for its size on a thread of its own, every primitive on one OpenMP
+thread.
+
+Run whole, a program's primitives each open an OpenMP parallel region, and each region wakes
+workers that sleep between kernels (polyeng's pools never spin, ``engine/threads.py``): tens of
+microseconds per primitive in a virtual machine, so that most primitives ran faster on one
+thread (``engine/thread_trials.py``) and a CNN used one core. In lanes the only wake-up is one
+lane thread's per run. ctypes lets go of the GIL while oneDNN executes, so one lane's primitive
+runs while the other lane's Python prepares its next one.
+
+Lanes do not split the Python work of a run, which every lane does for its own part, so a
+program of many small primitives can be slower in lanes. Each program's first calls therefore
+run alternately whole and in lanes (the trials of ``engine/thread_trials.py``, lanes in the
+place of the budget), and it keeps the faster; the trials run again after 4,096 calls.
+
+A program runs in lanes when every input has the batch (its first dimension) of at least 2, the
+budget (``threads_now``: less while other processes keep cores busy) is at least 2, and a
+program builds for each part. The results are written into the parts of one array per output,
+and are what the whole program gives, but for a convolution oneDNN computes in another order at
+another batch (a few units in the last place).
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from time import perf_counter
+
+import numpy as np
+
+from ...engine.call import Prepared
+from ...engine.thread_trials import Trials
+from ...engine.threads import threads_now
+from .segment import Step, Unsupported
+
+trials = Trials()   # per program and lane count: whole, or in lanes
+_MISSING = object()
+
+
+class _Worker:
+    """A thread that runs the lanes given to it, one after another."""
+
+    def __init__(self):
+        self.tasks = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name="polyeng-onednn-lane", daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            fn, args, done = self.tasks.get()
+            try:
+                result = fn(*args)
+            except BaseException as exc:   # handed to the caller, which raises it
+                done.put((False, exc))
+            else:
+                done.put((True, result))
+
+
+_workers: list = []
+_workers_lock = threading.Lock()
+
+
+def _lane_workers(count: int) -> list:
+    with _workers_lock:
+        while len(_workers) < count:
+            _workers.append(_Worker())
+        return _workers[:count]
+
+
+def _after_fork_in_child():
+    global _workers_lock
+    _workers_lock = threading.Lock()
+    _workers.clear()   # the child has only the thread that forked
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def lane_steps(steps, batch: int, size: int) -> list:
+    """``steps`` (of a program for a batch of ``batch``) for a batch of ``size``: the first dim of
+    every value and a convolution's geometry's batch, the rest as it is (every op a program holds
+    computes each image from that image alone)."""
+    out = []
+    for s in steps:
+        if not s.shape or s.shape[0] != batch:
+            raise Unsupported(f"{s.op} makes a value whose first dim is not the batch")
+        prepared = Prepared.__new__(Prepared)   # a copy with this size (no fact computed for it)
+        prepared.__dict__.update(s.prepared.__dict__)
+        prepared.shape = (size,) + tuple(s.prepared.shape[1:])
+        geometry = s.prepared.__dict__.get("geometry")
+        if geometry is not None and hasattr(geometry, "batch"):
+            prepared.geometry = geometry._replace(batch=size)
+        out.append(Step(s.op, s.reads, s.attrs, s.out, (size,) + tuple(s.shape[1:]), prepared, s.dtype))
+    return out
+
+
+class Lanes:
+    """A program (``whole``) that may also run in lanes; ``build(size)`` makes the program of a
+    lane of ``size`` images. Reads like ``whole`` otherwise."""
+
+    def __init__(self, whole, build, batch: int):
+        self.whole, self._build, self.batch = whole, build, batch
+        self._lanes: dict = {}   # lane count -> [(start, stop, program)], or None where one does not build
+        self._lock = threading.Lock()
+        self.outputs_as = [(whole.final_shape.get(name, whole.shape[name]), whole.dtype[name])
+                           for name in whole.outputs]
+
+    def __getattr__(self, name):
+        return getattr(self.whole, name)
+
+    def run(self, arrays):
+        budget = threads_now()
+        k = min(budget, self.batch)
+        lanes = self._lanes.get(k, _MISSING)
+        if lanes is _MISSING:
+            lanes = self._make(k)
+        if lanes is None:
+            return self.whole.run(arrays)
+        if budget < 2:   # one thread: the whole program in one compiled loop
+            return self._in_lanes(lanes, arrays)
+        key = (id(self), budget)
+        choice, timed = trials.choose(key, budget)
+        began = perf_counter() if timed else 0.0
+        results = self._in_lanes(lanes, arrays) if choice > 1 else self.whole.run(arrays)
+        if timed and results is not None:
+            trials.record(key, budget, choice, perf_counter() - began)
+        return results
+
+    def _make(self, k: int):
+        if k == 1:   # one lane: the whole program, on whole arrays (an input may not have the batch first)
+            self._lanes[k] = [(None, None, self.whole)]
+            return self._lanes[k]
+        sizes = [self.batch // k + (i < self.batch % k) for i in range(k)]
+        lanes, start = [], 0
+        try:
+            for size in sizes:
+                lanes.append((start, start + size, self._build(size)))
+                start += size
+        except Exception:   # Unsupported, or oneDNN turned a primitive down at this size
+            lanes = None
+        self._lanes[k] = lanes
+        return lanes
+
+    def _in_lanes(self, lanes, arrays):
+        if not self._lock.acquire(blocking=False):
+            return None   # another thread runs these lanes: the nodes run
+        try:
+            if not self.whole.bounded(arrays):
+                return None
+            outs = [np.empty(shape, dtype) for shape, dtype in self.outputs_as]
+
+            def part(start, stop):
+                if start is None:
+                    return list(arrays), outs
+                return [a[start:stop] for a in arrays], [o[start:stop] for o in outs]
+            pending, ok = [], False
+            try:
+                for (start, stop, program), worker in zip(lanes[1:], _lane_workers(len(lanes) - 1)):
+                    done = queue.SimpleQueue()
+                    worker.tasks.put((program.run, part(start, stop) + (1, True), done))
+                    pending.append(done)
+                start, stop, program = lanes[0]
+                ok = program.run(*part(start, stop), 1, True) is not None
+            finally:   # every lane has finished before the call returns or raises
+                failure = None
+                for done in pending:
+                    good, value = done.get()
+                    if not good:
+                        failure = failure or value
+                    ok = ok and good and value is not None
+            if failure is not None:
+                raise failure
+            return outs if ok else None
+        finally:
+            self._lock.release()

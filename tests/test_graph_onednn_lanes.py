@@ -1,0 +1,214 @@
+"""oneDNN programs in lanes (``polyeng/backends/onednn/lanes.py``) and in one compiled loop
+(``_native.py``): the batch split over threads gives what the whole program and the nodes give,
+for batches that split evenly or not; one thread runs the whole program in the compiled loop; a
+lane's error reaches the caller; the trials keep the faster of whole and lanes; a forked child
+runs lanes of its own; and without the compiled loop the lanes run from Python."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.engine import thread_trials
+from polyeng.graph import fuse, trace
+
+pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available,
+                                reason="onednn is unavailable")
+
+RNG = np.random.default_rng(5)
+
+
+def _w(cout, cin, k, scale=0.2):
+    return (RNG.standard_normal((cout, cin, k, k)) * scale).astype(np.float32)
+
+
+W1, B1, W_DW, W_SE, W2 = _w(16, 3, 3), RNG.standard_normal(16).astype(np.float32), _w(16, 1, 3), _w(16, 16, 1), \
+    _w(16, 16, 3, 0.05)
+
+
+def net(x):
+    """A stem, a depthwise convolution, squeeze-excite, a residual, pooling and a mean (two outputs)."""
+    y = polyeng.relu(polyeng.conv2d(x, W1, B1, stride=2, padding=1))
+    y = polyeng.hardswish(polyeng.conv2d(y, W_DW, groups=16, padding=1))
+    e = polyeng.sigmoid(polyeng.conv2d(polyeng.mean(y, axis=(2, 3), keepdims=True), W_SE))
+    y = polyeng.mul(y, e)
+    y = polyeng.add(polyeng.conv2d(y, W2, padding=1), y)
+    y = polyeng.max_pool2d(y, 2)
+    return polyeng.mean(y, axis=(2, 3)), y
+
+
+def _x(n):
+    return RNG.standard_normal((n, 3, 18, 22)).astype(np.float32)
+
+
+def _nodes(x):
+    return fuse(trace(net, x), disable="onednn_programs")(x)
+
+
+def close(got, want, tol=2e-5):
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        scale = max(float(np.max(np.abs(w))), 1e-30)
+        assert float(np.max(np.abs(g.astype(np.float64) - w))) <= tol * scale
+
+
+@pytest.fixture
+def lanes(monkeypatch):
+    """The lanes module with fresh trials, on a budget of two threads; ``module.taken`` lists the
+    lane counts of the runs in lanes that gave results."""
+    from polyeng.backends.onednn import lanes as module
+    monkeypatch.setattr(module, "trials", thread_trials.Trials())
+    monkeypatch.setattr(module, "threads_now", lambda: 2)
+    taken = []
+    real = module.Lanes._in_lanes
+
+    def spy(self, lanes_, arrays):
+        out = real(self, lanes_, arrays)
+        if out is not None:
+            taken.append(len(lanes_))
+        return out
+    monkeypatch.setattr(module.Lanes, "_in_lanes", spy)
+    monkeypatch.setattr(module, "taken", taken, raising=False)
+    return module
+
+
+def _choose(monkeypatch, module, lanes_wanted: bool):
+    monkeypatch.setattr(module.trials, "choose", lambda key, n: (n if lanes_wanted else 1, False))
+
+
+def _program(g):
+    plan = g._compiled().plans[next(iter(g._compiled().plans))]
+    from polyeng.graph.segments import Segment
+    found = [e for e in plan if type(e) is Segment]
+    assert found, "no program was planned"
+    return found[0].program
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_lanes_give_what_the_whole_program_and_the_nodes_give(lanes, monkeypatch, n):
+    x = _x(n)
+    g = fuse(trace(net, x))
+    g(x)
+    _choose(monkeypatch, lanes, True)
+    in_lanes = g(x)
+    assert lanes.taken == [2]
+    program = _program(g)
+    assert type(program).__name__ == "Lanes" and program.batch == n
+    assert [(start, stop) for start, stop, _ in program._lanes[2]] == [(0, (n + 1) // 2), ((n + 1) // 2, n)]
+    _choose(monkeypatch, lanes, False)
+    whole = g(x)
+    close(in_lanes, whole, 1e-6)
+    close(in_lanes, _nodes(x))
+
+
+def test_one_thread_runs_the_whole_program_in_the_compiled_loop(lanes, monkeypatch):
+    from polyeng.backends.onednn import _native
+    monkeypatch.setattr(lanes, "threads_now", lambda: 1)
+    ran = []
+    real = _native.Native.run
+    monkeypatch.setattr(_native.Native, "run", lambda self, arrays: ran.append(self) or real(self, arrays))
+    for n in (1, 4):
+        x = _x(n)
+        g = fuse(trace(net, x))
+        g(x)
+        got = g(x)
+        assert ran and all((t == 1) for t in ran[-1].threads) and lanes.taken[-1] == 1
+        close(got, _nodes(x))
+
+
+def test_without_the_compiled_loop_lanes_run_from_python(lanes, monkeypatch):
+    from polyeng.backends.onednn import _native
+    monkeypatch.setattr(_native, "_loop", {"error": "no loop here"})
+    assert not _native.available()
+    _choose(monkeypatch, lanes, True)
+    x = _x(4)
+    g = fuse(trace(net, x))
+    g(x)
+    close(g(x), _nodes(x))
+    assert lanes.taken == [2]
+
+
+def test_a_lane_that_raises_raises_in_the_caller_and_the_next_run_is_whole(lanes, monkeypatch):
+    from polyeng.backends.onednn import segment
+    _choose(monkeypatch, lanes, True)
+    x = _x(4)
+    g = fuse(trace(net, x))
+    g(x)
+    g(x)   # builds the lanes
+    program = _program(g)
+    second = program._lanes[2][1][2]
+    real = segment.Program.run
+
+    def failing(self, *args):
+        if self is second:
+            raise RuntimeError("lane failed")
+        return real(self, *args)
+    monkeypatch.setattr(segment.Program, "run", failing)
+    with pytest.raises(RuntimeError, match="lane failed"):
+        g(x)
+    monkeypatch.setattr(segment.Program, "run", real)
+    del lanes.taken[:]
+    close(g(x), _nodes(x))   # the lanes' locks were released
+    assert lanes.taken == [2]
+
+
+def test_the_trials_keep_the_faster_of_whole_and_lanes(lanes, monkeypatch):
+    x = _x(4)
+    g = fuse(trace(net, x))
+    g(x)
+    program = _program(g)
+    clock = [0.0]
+    monkeypatch.setattr(lanes, "perf_counter", lambda: clock[0])
+    real_lanes, real_whole = type(program)._in_lanes, program.whole.run
+
+    def slow_lanes(self, lanes_, arrays):   # lanes take 3 s on this clock, whole 1 s
+        clock[0] += 3.0
+        return real_lanes(self, lanes_, arrays)
+    monkeypatch.setattr(type(program), "_in_lanes", slow_lanes)
+    monkeypatch.setattr(program.whole, "run", lambda arrays: (clock.__setitem__(0, clock[0] + 1.0), real_whole(arrays))[1])
+    for _ in range(thread_trials.WARMUP + 2 * thread_trials.TRIALS + 1):
+        g(x)
+    trial = lanes.trials._trials[(id(program), 2)]
+    assert trial.chosen == 1   # whole
+    assert trial.best_one == 1.0 and trial.best_budget == 3.0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_lanes_of_its_own(lanes, monkeypatch):
+    _choose(monkeypatch, lanes, True)
+    x = _x(4)
+    g = fuse(trace(net, x))
+    g(x)
+    want = g(x)   # lanes, with a lane thread in this process
+    pid = os.fork()
+    if pid == 0:
+        try:
+            del lanes.taken[:]
+            got = g(x)
+            ok = lanes.taken == [2] and all(np.array_equal(a, b) for a, b in zip(got, want))
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_failed_execution_in_the_compiled_loop_names_its_status(lanes, monkeypatch):
+    from polyeng.backends.onednn import _lib, _native
+    if not _native.available():
+        pytest.skip("numba cannot compile the loop here")
+    monkeypatch.setattr(lanes, "threads_now", lambda: 1)
+    x = _x(2)
+    g = fuse(trace(net, x))
+    g(x)
+    g(x)
+    loop = dict(_native._loop)
+    monkeypatch.setitem(_native._loop, "run", lambda *args: 3 * 1000 + 5)   # the third call: status 5
+    with pytest.raises(_lib.OneDNNError, match="primitive execution"):
+        g(x)
+    monkeypatch.setattr(_native, "_loop", loop)
+    del lanes.taken[:]
+    close(g(x), _nodes(x))
+    assert lanes.taken == [1]
