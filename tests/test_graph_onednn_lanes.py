@@ -56,16 +56,17 @@ def close(got, want, tol=2e-5):
 
 @pytest.fixture
 def lanes(monkeypatch):
-    """The lanes module with fresh trials, on a budget of two threads; ``module.taken`` lists the
-    lane counts of the runs in lanes that gave results."""
+    """The lanes module with fresh trials, on a budget of two threads and two cores;
+    ``module.taken`` lists the lane counts of the runs in lanes that gave results."""
     from polyeng.backends.onednn import lanes as module
     monkeypatch.setattr(module, "trials", thread_trials.Trials())
     monkeypatch.setattr(module, "threads_now", lambda: 2)
+    monkeypatch.setattr(module, "available_cores", lambda: 2)
     taken = []
     real = module.Lanes._in_lanes
 
-    def spy(self, lanes_, arrays):
-        out = real(self, lanes_, arrays)
+    def spy(self, lanes_, arrays, threads):
+        out = real(self, lanes_, arrays, threads)
         if out is not None:
             taken.append(len(lanes_))
         return out
@@ -163,9 +164,9 @@ def test_the_trials_keep_the_faster_of_whole_and_lanes(lanes, monkeypatch):
     monkeypatch.setattr(lanes, "perf_counter", lambda: clock[0])
     real_lanes, real_whole = type(program)._in_lanes, program.whole.run
 
-    def slow_lanes(self, lanes_, arrays):   # lanes take 3 s on this clock, whole 1 s
+    def slow_lanes(self, lanes_, arrays, threads):   # lanes take 3 s on this clock, whole 1 s
         clock[0] += 3.0
-        return real_lanes(self, lanes_, arrays)
+        return real_lanes(self, lanes_, arrays, threads)
     monkeypatch.setattr(type(program), "_in_lanes", slow_lanes)
     monkeypatch.setattr(program.whole, "run", lambda arrays: (clock.__setitem__(0, clock[0] + 1.0), real_whole(arrays))[1])
     for _ in range(thread_trials.WARMUP + 2 * thread_trials.TRIALS + 1):
@@ -212,3 +213,72 @@ def test_a_failed_execution_in_the_compiled_loop_names_its_status(lanes, monkeyp
     del lanes.taken[:]
     close(g(x), _nodes(x))
     assert lanes.taken == [1]
+
+
+def test_a_smaller_budget_runs_the_lanes_of_every_core_on_fewer_threads(lanes, monkeypatch):
+    monkeypatch.setattr(lanes, "available_cores", lambda: 4)
+    _choose(monkeypatch, lanes, True)
+    x = _x(5)
+    g = fuse(trace(net, x))
+    g(x)
+    want = _nodes(x)
+    for budget in (4, 3, 2):
+        monkeypatch.setattr(lanes, "threads_now", lambda b=budget: b)
+        close(g(x), want)
+    program = _program(g)
+    assert [(a, b) for a, b, _ in program._lanes[4]] == [(0, 2), (2, 3), (3, 4), (4, 5)]
+    assert set(program._lanes) == {4} and lanes.taken == [4, 4, 4]   # built once, whatever the budget
+
+
+def test_once_the_interpreter_exits_programs_run_whole(lanes, monkeypatch):
+    _choose(monkeypatch, lanes, True)
+    monkeypatch.setattr(lanes, "_closing", [True])
+    x = _x(4)
+    g = fuse(trace(net, x))
+    g(x)
+    close(g(x), _nodes(x))
+    assert lanes.taken == []
+
+
+def test_a_graph_run_by_an_exit_hook_gives_its_results(tmp_path):
+    # hooks run last registered first: this one runs after polyeng's own
+    script = tmp_path / "at_exit.py"
+    script.write_text(
+        "import atexit\n"
+        "atexit.register(lambda: at_exit())\n"
+        "import numpy as np, polyeng\n"
+        "from polyeng.graph import fuse, trace\n"
+        "rng = np.random.default_rng(0)\n"
+        "w1 = (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32)\n"
+        "w2 = (rng.standard_normal((16, 16, 3, 3)) * 0.2).astype(np.float32)\n"
+        "def f(x):\n"
+        "    y = polyeng.relu(polyeng.conv2d(x, w1, padding=1))\n"
+        "    return polyeng.max_pool2d(polyeng.relu(polyeng.conv2d(y, w2, padding=1)), 2)\n"
+        "x = rng.standard_normal((4, 3, 32, 32)).astype(np.float32)\n"
+        "g = fuse(trace(f, x))\n"
+        "def at_exit():\n"
+        "    print('at exit', float(np.max(np.abs(g(x) - want))), flush=True)\n"
+        "g(x)\n"
+        "want = g(x)\n")
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "at exit 0.0" in done.stdout, (done.returncode, done.stdout, done.stderr[-2000:])
+
+
+def test_a_loop_that_does_not_compile_leaves_programs_to_python(lanes, monkeypatch):
+    from polyeng.backends.onednn import _native
+
+    def broken():
+        def run(*args):
+            raise RuntimeError("numba failed")
+        return run
+    monkeypatch.setattr(_native, "_loop", {})
+    monkeypatch.setattr(_native, "_compile", broken)
+    assert not _native.available() and "numba failed" in _native._loop["error"]
+    _choose(monkeypatch, lanes, True)
+    x = _x(4)
+    g = fuse(trace(net, x))
+    g(x)
+    close(g(x), _nodes(x))
+    assert lanes.taken == [2]

@@ -228,6 +228,8 @@ class _Stream:
         self.handle = new("dnnl_stream_create", engine(), C.STREAM_DEFAULT_FLAGS)
 
     def __del__(self):
+        if sys.is_finalizing():   # a daemon thread may still execute on it: the process ends anyway
+            return
         try:
             lib().dnnl_stream_destroy(self.handle)
         except Exception:   # interpreter shutdown

@@ -78,6 +78,11 @@ def _functions():
                 fns = (_EXECUTE(_address_of(l.dnnl_primitive_execute)), _WAIT(_address_of(l.dnnl_stream_wait)),
                        _SET_DATA(_address_of(l.dnnl_memory_set_data_handle)), _SET_THREADS(_address_of(omp[0])))
                 run = _compile()
+                nothing = np.zeros(0, np.uint64)
+                # compiled (or loaded from numba's cache) now, so that a failure is found here
+                if run(*fns, 0, nothing, np.zeros(0, np.int32), nothing, np.zeros(0, np.int32), nothing,
+                       np.zeros(0, np.int64), nothing) != 0:
+                    raise RuntimeError("the compiled loop failed on no calls")
                 _loop["fns"], _loop["run"] = fns, run
             except Exception as exc:   # numba missing or failing: programs run from Python
                 _loop["error"] = f"{type(exc).__name__}: {exc}"
@@ -105,6 +110,10 @@ class Native:
     def __init__(self, calls):
         l = lib()
         memories, packs, handles, counts, threads = [], [], [], [], []
+        # destroyed with this object, also when a creation below fails; not at exit, where a
+        # daemon thread may still run the program
+        self._finalizer = weakref.finalize(self, _destroy, memories)
+        self._finalizer.atexit = False
         bound, sources = [], []
         self._keep = []
         scratch_bytes = 0
@@ -145,12 +154,12 @@ class Native:
         self.threads = np.array(threads, np.int32)
         self.bound = np.array(bound, np.uint64)
         self.sources = np.array(sources, np.int64)
-        self._finalizer = weakref.finalize(self, _destroy, memories)
 
     def run(self, arrays) -> None:
         """Executes every call on ``arrays`` (the run's inputs, then its outputs: C-contiguous)."""
         execute, wait, set_data, set_threads, loop = _functions()
         pointers = np.array([address(a) for a in arrays], np.uint64)
+        note_threads(None)   # the loop sets this thread's OpenMP count: unknown until it returns
         status = loop(execute, wait, set_data, set_threads, stream(), self.handles, self.counts, self.packed,
                       self.threads, self.bound, self.sources, pointers)
         note_threads(int(self.threads[-1]) if status == 0 and self.threads.size else None)

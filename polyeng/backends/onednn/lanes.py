@@ -22,6 +22,7 @@ another batch (a few units in the last place).
 """
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import threading
@@ -31,7 +32,8 @@ import numpy as np
 
 from ...engine.call import Prepared
 from ...engine.thread_trials import Trials
-from ...engine.threads import threads_now
+from ...engine.threads import available_cores, threads_now
+from ._lib import OneDNNError
 from .segment import Step, Unsupported
 
 trials = Trials()   # per program and lane count: whole, or in lanes
@@ -59,6 +61,12 @@ class _Worker:
 
 _workers: list = []
 _workers_lock = threading.Lock()
+_closing = []   # not empty once the interpreter exits: no more lanes (daemon threads may still call)
+
+
+@atexit.register
+def _close():
+    _closing.append(True)
 
 
 def _lane_workers(count: int) -> list:
@@ -88,6 +96,7 @@ def lane_steps(steps, batch: int, size: int) -> list:
             raise Unsupported(f"{s.op} makes a value whose first dim is not the batch")
         prepared = Prepared.__new__(Prepared)   # a copy with this size (no fact computed for it)
         prepared.__dict__.update(s.prepared.__dict__)
+        prepared._later = dict(s.prepared.__dict__.get("_later", {}))   # its own facts still to compute
         prepared.shape = (size,) + tuple(s.prepared.shape[1:])
         geometry = s.prepared.__dict__.get("geometry")
         if geometry is not None and hasattr(geometry, "batch"):
@@ -98,12 +107,16 @@ def lane_steps(steps, batch: int, size: int) -> list:
 
 class Lanes:
     """A program (``whole``) that may also run in lanes; ``build(size)`` makes the program of a
-    lane of ``size`` images. Reads like ``whole`` otherwise."""
+    lane of ``size`` images. Reads like ``whole`` otherwise.
+
+    The lanes are built once, one per usable core (at most the batch); a smaller budget runs
+    them on fewer threads, several lanes one after another on each."""
 
     def __init__(self, whole, build, batch: int):
         self.whole, self._build, self.batch = whole, build, batch
         self._lanes: dict = {}   # lane count -> [(start, stop, program)], or None where one does not build
         self._lock = threading.Lock()
+        self._building = threading.Lock()
         self.outputs_as = [(whole.final_shape.get(name, whole.shape[name]), whole.dtype[name])
                            for name in whole.outputs]
 
@@ -111,39 +124,44 @@ class Lanes:
         return getattr(self.whole, name)
 
     def run(self, arrays):
+        if _closing:
+            return self.whole.run(arrays)
         budget = threads_now()
-        k = min(budget, self.batch)
+        k = 1 if budget < 2 else min(max(available_cores(), 2), self.batch)
         lanes = self._lanes.get(k, _MISSING)
         if lanes is _MISSING:
             lanes = self._make(k)
         if lanes is None:
             return self.whole.run(arrays)
-        if budget < 2:   # one thread: the whole program in one compiled loop
-            return self._in_lanes(lanes, arrays)
+        if k == 1:   # one thread, or a batch of one: the whole program in one compiled loop
+            return self._in_lanes(lanes, arrays, 1)
         key = (id(self), budget)
         choice, timed = trials.choose(key, budget)
         began = perf_counter() if timed else 0.0
-        results = self._in_lanes(lanes, arrays) if choice > 1 else self.whole.run(arrays)
+        results = self._in_lanes(lanes, arrays, min(budget, k)) if choice > 1 else self.whole.run(arrays)
         if timed and results is not None:
             trials.record(key, budget, choice, perf_counter() - began)
         return results
 
     def _make(self, k: int):
-        if k == 1:   # one lane: the whole program, on whole arrays (an input may not have the batch first)
-            self._lanes[k] = [(None, None, self.whole)]
-            return self._lanes[k]
-        sizes = [self.batch // k + (i < self.batch % k) for i in range(k)]
-        lanes, start = [], 0
-        try:
-            for size in sizes:
-                lanes.append((start, start + size, self._build(size)))
-                start += size
-        except Exception:   # Unsupported, or oneDNN turned a primitive down at this size
-            lanes = None
-        self._lanes[k] = lanes
-        return lanes
+        with self._building:
+            if k in self._lanes:
+                return self._lanes[k]
+            if k == 1:   # one lane: the whole program, on whole arrays (an input may not have the batch first)
+                self._lanes[k] = [(None, None, self.whole)]
+                return self._lanes[k]
+            sizes = [self.batch // k + (i < self.batch % k) for i in range(k)]
+            lanes, start = [], 0
+            try:
+                for size in sizes:
+                    lanes.append((start, start + size, self._build(size)))
+                    start += size
+            except (Unsupported, OneDNNError):   # oneDNN turned a step down at this size
+                lanes = None
+            self._lanes[k] = lanes
+            return lanes
 
-    def _in_lanes(self, lanes, arrays):
+    def _in_lanes(self, lanes, arrays, threads: int):
         if not self._lock.acquire(blocking=False):
             return None   # another thread runs these lanes: the nodes run
         try:
@@ -151,25 +169,37 @@ class Lanes:
                 return None
             outs = [np.empty(shape, dtype) for shape, dtype in self.outputs_as]
 
-            def part(start, stop):
-                if start is None:
-                    return list(arrays), outs
-                return [a[start:stop] for a in arrays], [o[start:stop] for o in outs]
+            def run_group(group):
+                ok = True
+                for start, stop, program in group:
+                    if start is None:
+                        part = (list(arrays), outs)
+                    else:
+                        part = ([a[start:stop] for a in arrays], [o[start:stop] for o in outs])
+                    ok = program.run(*part, 1, True) is not None and ok
+                return ok
+            groups = [lanes[i::threads] for i in range(threads)]
             pending, ok = [], False
             try:
-                for (start, stop, program), worker in zip(lanes[1:], _lane_workers(len(lanes) - 1)):
+                for group, worker in zip(groups[1:], _lane_workers(len(groups) - 1)):
                     done = queue.SimpleQueue()
-                    worker.tasks.put((program.run, part(start, stop) + (1, True), done))
+                    worker.tasks.put((run_group, (group,), done))
                     pending.append(done)
-                start, stop, program = lanes[0]
-                ok = program.run(*part(start, stop), 1, True) is not None
+                ok = run_group(groups[0])
             finally:   # every lane has finished before the call returns or raises
-                failure = None
+                failure = interrupted = None
                 for done in pending:
-                    good, value = done.get()
+                    while True:
+                        try:
+                            good, value = done.get()
+                            break
+                        except KeyboardInterrupt as exc:   # wait on: the lane writes into outs
+                            interrupted = exc
                     if not good:
                         failure = failure or value
-                    ok = ok and good and value is not None
+                    ok = ok and good and bool(value)
+                if interrupted is not None:
+                    raise interrupted
             if failure is not None:
                 raise failure
             return outs if ok else None
