@@ -11,6 +11,7 @@ import pytest
 
 import polyeng
 from polyeng.cli import main
+from polyeng.bench import models
 from polyeng.bench.progress import Progress
 
 SMALL = ["bench", "--scale", "0.01", "--repeat", "2", "--quiet"]
@@ -269,7 +270,9 @@ def test_models_are_timed_on_every_runner_with_ratios_against_onnxruntime(tmp_pa
     for name, result in entry["runners"].items():
         # torch runs torch_zoo's module: the weights the file was exported with, so its result matches too
         assert result["ok"], (name, result["max_rel_diff"])
-        assert len(result["times_s"]) == 1 and result["ort_ratio"] == pytest.approx(ort / result["median_s"])
+        # one round: TIMED timed calls after SETTLE_S of untimed ones
+        assert len(result["times_s"]) == models.TIMED
+        assert result["ort_ratio"] == pytest.approx(ort / result["median_s"])
     assert entry["runners"]["polyeng bf16"]["max_rel_diff"] > entry["runners"]["polyeng"]["max_rel_diff"]
     out = capsys.readouterr().out
     assert re.search(r"onnxruntime \S+, openvino \S+, torch", out)   # the versions in the header
@@ -313,3 +316,20 @@ def test_torch_loaded_by_the_bench_leaves_numba_its_omp_layer():
     assert done.returncode == 0, done.stderr
     layer, wait = done.stdout.strip().split(" ", 1)
     assert layer == "omp" and "PASSIVE" in wait, done.stdout
+
+
+def test_model_rounds_time_each_runner_after_calling_it_untimed_for_a_while(monkeypatch):
+    clock, calls = [0.0], []
+    monkeypatch.setattr(models.time, "perf_counter", lambda: clock[0])
+
+    def runner(name):
+        def call():
+            calls.append(name)
+            clock[0] += 0.02   # 20 ms a call: SETTLE_S (50 ms) is 3 untimed calls
+        return call
+    runners = {name: runner(name) for name in ("a", "b", "c")}
+    results = {name: {"times_s": []} for name in runners}
+    models.block_rounds(runners, results, 2)
+    per_block = 3 + models.TIMED
+    assert calls == [n for n in "abcbca" for _ in range(per_block)]
+    assert all(r["times_s"] == pytest.approx([0.02] * (2 * models.TIMED)) for r in results.values())

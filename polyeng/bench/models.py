@@ -13,6 +13,7 @@ runner is faster.
 from __future__ import annotations
 
 import datetime
+import gc
 import math
 import os
 import platform
@@ -25,7 +26,7 @@ import polyeng
 from .. import models
 from . import BenchError
 from .inputs import model_inputs
-from .measure import TOLERANCE, interleaved_rounds, max_relative_diff
+from .measure import TOLERANCE, max_relative_diff
 from .runtimes import (as_list, installed_version, load_graph, load_torch, onnxruntime_session, openvino_runner,
                        thread_policy_text,
                        thread_settings)
@@ -140,8 +141,63 @@ def _runners(entry: dict, threads: int, torch, torch_models: dict):
     return runners, errors, inputs
 
 
+# Calls of each runner after its first, before the timed rounds (at most WARMUP_S seconds of
+# them): a loaded graph plans on its first call, builds its oneDNN programs on the second and
+# chooses threads on the next few (engine/thread_trials.py); onnxruntime and OpenVINO settle
+# after a call or two. The rounds time each runner in its steady state, as a served model runs.
+WARMUP_CALLS = 12
+WARMUP_S = 2.0
+# Each round times every runner in a block: the runner is called for SETTLE_S untimed, then
+# TIMED more times, timed. Pools that spin after a run hold the cores for a while: onnxruntime's
+# default session kept a core busy for about 40 ms after each run, and called right after it a
+# CNN on polyeng took 2.9-3.5 ms instead of 1.6 ms. Waiting instead of calling did not serve:
+# after 20 ms of sleep this virtual machine ran the next calls slower (the CNN 2.5 ms instead of
+# 1.6, onnxruntime 1.3-1.8 instead of 1.2), and a busy wait on the calling thread made PyTorch's
+# next calls 2x slower. Each runtime is so timed as it runs as the process's only one.
+SETTLE_S = 0.05
+TIMED = 3
+
+
+def block_rounds(runners: dict, results: dict, repeat: int, after_call=None) -> None:
+    """``repeat`` rounds, each calling every runner for ``SETTLE_S`` and then ``TIMED`` more times,
+    appended to ``results[name]["times_s"]``, in an order rotated by one runner per round. The
+    garbage collector is off while timing."""
+    order = list(runners)
+    if not order:
+        return
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for rep in range(repeat):
+            shift = rep % len(order)
+            for name in order[shift:] + order[:shift]:
+                call = runners[name]
+                end = time.perf_counter() + SETTLE_S
+                call()
+                while time.perf_counter() < end:
+                    call()
+                for _ in range(TIMED):
+                    start = time.perf_counter()
+                    call()
+                    results[name]["times_s"].append(time.perf_counter() - start)
+                if after_call:
+                    after_call()
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _warm_up(call) -> None:
+    began = time.perf_counter()
+    for _ in range(WARMUP_CALLS):
+        call()
+        if time.perf_counter() - began > WARMUP_S:
+            break
+
+
 def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict:
-    """One file: each runner's warm-up (and its result checked), then ``repeat`` interleaved rounds."""
+    """One file: each runner's first call (its result checked) and warm-up calls, then ``repeat``
+    interleaved rounds."""
     try:
         runners, errors, inputs = _runners(entry, threads, torch, torch_models)
     except ImportError as exc:   # a vision or text model without torch (or transformers) to export it
@@ -158,6 +214,7 @@ def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict
             del runners[name]
             continue
         results[name] = {"first_s": time.perf_counter() - start, "times_s": []}
+        _warm_up(call)
         if step:
             step()
     reference = outputs.get(REFERENCE)
@@ -166,7 +223,7 @@ def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict
         entry_result["max_rel_diff"] = diff if diff is None or math.isfinite(diff) else None
         entry_result["ok"] = diff is not None and diff <= TOLERANCE[PRECISION.get(name, "f32")]
     outputs = reference = None   # free them before timing
-    interleaved_rounds(runners, results, repeat, after_call=step)
+    block_rounds(runners, results, repeat, after_call=step)
     ort = results.get(REFERENCE, {}).get("times_s")
     ort_s = statistics.median(ort) if ort else None
     for name, entry_result in results.items():
@@ -203,6 +260,8 @@ def run_models(files: list[dict], *, repeat: int = 7, threads: int = 2, with_tor
               "onnxruntime": installed_version("onnxruntime"), "openvino": installed_version("openvino"),
               "torch": installed_version("torch") if with_torch else "not run (--no-torch)",
               "polyeng": polyeng.__version__, "machine": platform.machine(), "repeat": repeat,
+              "warmup": f"{WARMUP_CALLS} calls (at most {WARMUP_S:g} s) per runner",
+              "block": f"{TIMED} timed calls after {SETTLE_S * 1e3:g} ms of untimed ones",
               "thread_policy": thread_policy_text(), "sizes": SIZES}
     return {"header": header, "runners": runners, "results": results}
 
@@ -213,7 +272,8 @@ def _cell(value, fmt) -> str:
 
 def table(report: dict) -> str:
     h = report["header"]
-    lines = [f"polyeng bench --models  {h['date']}  median of {h['repeat']} rounds; threads {h['threads']} "
+    lines = [f"polyeng bench --models  {h['date']}  median of {h['repeat']} rounds of "
+             f"{h.get('block', 'one call')} after {h.get('warmup', 'one call per runner')}; threads {h['threads']} "
              f"({', '.join(f'{k} {v}' for k, v in h['threads_set'].items())}); {h['thread_policy']}",
              f"cores: {h['cpu_count']} ({h['machine']}); python {h['python']}, numpy {h['numpy']}, numba {h['numba']}, "
              f"onnxruntime {h['onnxruntime']}, openvino {h.get('openvino', '-')}, torch {h['torch']}, "
