@@ -2,7 +2,7 @@
 onnxruntime and PyTorch.
 
 Each model file (the TorchScript and the dynamo export of each model) runs at a fixed size on
-five runners, timed interleaved round by round as the op bench times engines: polyeng with its
+every runner, warmed up and then timed round by round in blocks (``block_rounds``): polyeng with its
 default selection in f32, polyeng with numba pinned, polyeng after the bf16 mixed precision pass,
 onnxruntime on the same file, and, when torch is installed, the PyTorch module the file was
 exported from (``polyeng.models.torch_zoo``: the same weights) in eager inference mode. Every
@@ -197,7 +197,7 @@ def _warm_up(call) -> None:
 
 def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict:
     """One file: each runner's first call (its result checked) and warm-up calls, then ``repeat``
-    interleaved rounds."""
+    rounds of ``block_rounds``."""
     try:
         runners, errors, inputs = _runners(entry, threads, torch, torch_models)
     except ImportError as exc:   # a vision or text model without torch (or transformers) to export it
@@ -214,7 +214,12 @@ def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict
             del runners[name]
             continue
         results[name] = {"first_s": time.perf_counter() - start, "times_s": []}
-        _warm_up(call)
+        try:   # a graph builds its oneDNN programs on its second call
+            _warm_up(call)
+        except Exception as exc:
+            errors[name] = _error_text(exc)
+            del runners[name], results[name], outputs[name]
+            continue
         if step:
             step()
     reference = outputs.get(REFERENCE)
@@ -237,7 +242,8 @@ def run_models(files: list[dict], *, repeat: int = 7, threads: int = 2, with_tor
                progress=None) -> dict:
     """Every catalogue entry of ``files`` (``model_files``) timed on every runner, as a JSON-ready
     dict: ``header``, ``runners`` and one ``results`` entry per file. ``progress(done, total, label)``
-    is called as work advances (units: runner calls)."""
+    is called as work advances (units: a runner's first call with its warm-up, and each of its
+    timed blocks)."""
     torch = load_torch(with_torch)
     runners = [r for r in RUNNERS if (r != "torch" or torch is not None)
                and (r != "openvino" or installed_version("openvino") != "not installed")]

@@ -32,7 +32,7 @@ import numpy as np
 
 from ...engine.call import Prepared
 from ...engine.thread_trials import Trials
-from ...engine.threads import available_cores, threads_now
+from ...engine.threads import available_cores, get_num_threads, threads_now
 from ._lib import OneDNNError
 from .segment import Step, Unsupported
 
@@ -105,12 +105,24 @@ def lane_steps(steps, batch: int, size: int) -> list:
     return out
 
 
+def _groups(lanes, threads: int) -> list:
+    """``lanes`` over ``threads`` threads: each lane, largest first, to the thread with the fewest
+    images so far (sizes 2, 1, 1, 1 on three threads: 2, 1 + 1, 1)."""
+    groups, loads = [[] for _ in range(threads)], [0] * threads
+    for lane in sorted(lanes, key=lambda lane: -(lane[1] - lane[0] if lane[0] is not None else 1)):
+        least = loads.index(min(loads))
+        groups[least].append(lane)
+        loads[least] += lane[1] - lane[0] if lane[0] is not None else 1
+    return groups
+
+
 class Lanes:
     """A program (``whole``) that may also run in lanes; ``build(size)`` makes the program of a
     lane of ``size`` images. Reads like ``whole`` otherwise.
 
-    The lanes are built once, one per usable core (at most the batch); a smaller budget runs
-    them on fewer threads, several lanes one after another on each."""
+    The lanes are built once, one per thread of the configured budget (at most the usable cores
+    and the batch); while the machine's load leaves fewer threads, several lanes run one after
+    another on each."""
 
     def __init__(self, whole, build, batch: int):
         self.whole, self._build, self.batch = whole, build, batch
@@ -127,24 +139,30 @@ class Lanes:
         if _closing:
             return self.whole.run(arrays)
         budget = threads_now()
-        k = 1 if budget < 2 else min(max(available_cores(), 2), self.batch)
+        # lanes for the configured budget (not the load-dependent one: they are built once), at
+        # most one per usable core and image
+        k = 1 if budget < 2 else max(1, min(get_num_threads(), available_cores(), self.batch))
         lanes = self._lanes.get(k, _MISSING)
         if lanes is _MISSING:
             lanes = self._make(k)
         if lanes is None:
             return self.whole.run(arrays)
-        if k == 1:   # one thread, or a batch of one: the whole program in one compiled loop
+        if budget < 2:   # one thread: the whole program in one compiled loop
             return self._in_lanes(lanes, arrays, 1)
+        # the lanes (a batch of one: the whole program in the compiled loop on one thread), or the
+        # whole program on the budget, whichever the first calls ran faster
         key = (id(self), budget)
         choice, timed = trials.choose(key, budget)
         began = perf_counter() if timed else 0.0
-        results = self._in_lanes(lanes, arrays, min(budget, k)) if choice > 1 else self.whole.run(arrays)
+        results = self._in_lanes(lanes, arrays, min(budget, len(lanes))) if choice > 1 else self.whole.run(arrays)
         if timed and results is not None:
             trials.record(key, budget, choice, perf_counter() - began)
         return results
 
     def _make(self, k: int):
-        with self._building:
+        if not self._building.acquire(blocking=False):
+            return None   # another thread builds them (or did when this process forked): whole, this time
+        try:
             if k in self._lanes:
                 return self._lanes[k]
             if k == 1:   # one lane: the whole program, on whole arrays (an input may not have the batch first)
@@ -160,6 +178,8 @@ class Lanes:
                 lanes = None
             self._lanes[k] = lanes
             return lanes
+        finally:
+            self._building.release()
 
     def _in_lanes(self, lanes, arrays, threads: int):
         if not self._lock.acquire(blocking=False):
@@ -178,7 +198,7 @@ class Lanes:
                         part = ([a[start:stop] for a in arrays], [o[start:stop] for o in outs])
                     ok = program.run(*part, 1, True) is not None and ok
                 return ok
-            groups = [lanes[i::threads] for i in range(threads)]
+            groups = _groups(lanes, threads)
             pending, ok = [], False
             try:
                 for group, worker in zip(groups[1:], _lane_workers(len(groups) - 1)):
