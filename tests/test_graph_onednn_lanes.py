@@ -43,6 +43,14 @@ def _x(n):
     return RNG.standard_normal((n, 3, 18, 22)).astype(np.float32)
 
 
+def _planned(n):
+    """(x of batch ``n``, the traced and fused graph after its first run on x: planned)."""
+    x = _x(n)
+    g = fuse(trace(net, x))
+    g(x)
+    return x, g
+
+
 def _nodes(x):
     return fuse(trace(net, x), disable="onednn_programs")(x)
 
@@ -90,9 +98,7 @@ def _program(g):
 
 @pytest.mark.parametrize("n", [2, 3, 5])
 def test_lanes_give_what_the_whole_program_and_the_nodes_give(lanes, monkeypatch, n):
-    x = _x(n)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(n)
     _choose(monkeypatch, lanes, True)
     in_lanes = g(x)
     assert lanes.taken == [2]
@@ -112,9 +118,7 @@ def test_one_thread_runs_the_whole_program_in_the_compiled_loop(lanes, monkeypat
     real = _native.Native.run
     monkeypatch.setattr(_native.Native, "run", lambda self, arrays: ran.append(self) or real(self, arrays))
     for n in (1, 4):
-        x = _x(n)
-        g = fuse(trace(net, x))
-        g(x)
+        x, g = _planned(n)
         got = g(x)
         assert ran and all((t == 1) for t in ran[-1].threads) and lanes.taken[-1] == 1
         close(got, _nodes(x))
@@ -125,9 +129,7 @@ def test_without_the_compiled_loop_lanes_run_from_python(lanes, monkeypatch):
     monkeypatch.setattr(_native, "_loop", {"error": "no loop here"})
     assert not _native.available()
     _choose(monkeypatch, lanes, True)
-    x = _x(4)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(4)
     close(g(x), _nodes(x))
     assert lanes.taken == [2]
 
@@ -135,9 +137,7 @@ def test_without_the_compiled_loop_lanes_run_from_python(lanes, monkeypatch):
 def test_a_lane_that_raises_raises_in_the_caller_and_the_next_run_is_whole(lanes, monkeypatch):
     from polyeng.backends.onednn import segment
     _choose(monkeypatch, lanes, True)
-    x = _x(4)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(4)
     g(x)   # builds the lanes
     program = _program(g)
     second = program._lanes[2][1][2]
@@ -157,9 +157,7 @@ def test_a_lane_that_raises_raises_in_the_caller_and_the_next_run_is_whole(lanes
 
 
 def test_the_trials_keep_the_faster_of_whole_and_lanes(lanes, monkeypatch):
-    x = _x(4)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(4)
     program = _program(g)
     clock = [0.0]
     monkeypatch.setattr(lanes, "perf_counter", lambda: clock[0])
@@ -180,9 +178,7 @@ def test_the_trials_keep_the_faster_of_whole_and_lanes(lanes, monkeypatch):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_runs_lanes_of_its_own(lanes, monkeypatch):
     _choose(monkeypatch, lanes, True)
-    x = _x(4)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(4)
     want = g(x)   # lanes, with a lane thread in this process
     pid = os.fork()
     if pid == 0:
@@ -202,9 +198,7 @@ def test_a_failed_execution_in_the_compiled_loop_names_its_status(lanes, monkeyp
     if not _native.available():
         pytest.skip("numba cannot compile the loop here")
     monkeypatch.setattr(lanes, "threads_now", lambda: 1)
-    x = _x(2)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(2)
     g(x)
     loop = dict(_native._loop)
     monkeypatch.setitem(_native._loop, "run", lambda *args: 3 * 1000 + 5)   # the third call: status 5
@@ -220,9 +214,7 @@ def test_a_busier_machine_runs_the_lanes_of_the_budget_on_fewer_threads(lanes, m
     monkeypatch.setattr(lanes, "available_cores", lambda: 4)
     monkeypatch.setattr(lanes, "get_num_threads", lambda: 4)
     _choose(monkeypatch, lanes, True)
-    x = _x(5)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(5)
     want = _nodes(x)
     groups = []
     real = lanes._groups
@@ -240,9 +232,7 @@ def test_a_busier_machine_runs_the_lanes_of_the_budget_on_fewer_threads(lanes, m
 def test_a_batch_of_one_tries_the_compiled_loop_against_the_whole_program_on_the_budget(lanes, monkeypatch):
     asked = []
     monkeypatch.setattr(lanes.trials, "choose", lambda key, n: asked.append(n) or (1, False))
-    x = _x(1)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(1)
     close(g(x), _nodes(x))
     assert asked == [2] and lanes.taken == []   # the trials chose the whole program: no lane ran
     monkeypatch.setattr(lanes.trials, "choose", lambda key, n: (n, False))
@@ -253,9 +243,7 @@ def test_a_batch_of_one_tries_the_compiled_loop_against_the_whole_program_on_the
 def test_once_the_interpreter_exits_programs_run_whole(lanes, monkeypatch):
     _choose(monkeypatch, lanes, True)
     monkeypatch.setattr(lanes, "_closing", [True])
-    x = _x(4)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(4)
     close(g(x), _nodes(x))
     assert lanes.taken == []
 
@@ -297,18 +285,14 @@ def test_a_loop_that_does_not_compile_leaves_programs_to_python(lanes, monkeypat
     monkeypatch.setattr(_native, "_compile", broken)
     assert not _native.available() and "numba failed" in _native._loop["error"]
     _choose(monkeypatch, lanes, True)
-    x = _x(4)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(4)
     close(g(x), _nodes(x))
     assert lanes.taken == [2]
 
 
 def test_while_another_thread_builds_the_lanes_a_run_takes_the_whole_program(lanes, monkeypatch):
     _choose(monkeypatch, lanes, True)
-    x = _x(4)
-    g = fuse(trace(net, x))
-    g(x)
+    x, g = _planned(4)
     program = _program(g)
     with program._building:   # held as another thread (or a fork's parent) would hold it
         close(g(x), _nodes(x))

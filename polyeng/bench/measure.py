@@ -130,9 +130,11 @@ def _runners(case, args, kwargs, engines, torch):
     return runners, errors
 
 
-def interleaved_rounds(runners: dict, results: dict, repeat: int, after_call=None, after_round=None) -> None:
-    """``repeat`` rounds calling every runner once, appending each call's time to
-    ``results[name]["times_s"]``. Each round starts one runner later than the last, so no runner
+def interleaved_rounds(runners: dict, results: dict, repeat: int, after_call=None, after_round=None,
+                       settle_s: float = 0.0, timed: int = 1) -> None:
+    """``repeat`` rounds calling every runner ``timed`` times, appending each call's time to
+    ``results[name]["times_s"]`` (after calling it untimed for ``settle_s`` seconds, at least
+    once, when that is above 0). Each round starts one runner later than the last, so no runner
     always follows the same one; the garbage collector is off while timing."""
     order = list(runners)
     if not order:   # every runner failed its first call: nothing to time
@@ -143,9 +145,16 @@ def interleaved_rounds(runners: dict, results: dict, repeat: int, after_call=Non
         for rep in range(repeat):
             shift = rep % len(order)
             for name in order[shift:] + order[:shift]:
-                start = time.perf_counter()
-                runners[name]()
-                results[name]["times_s"].append(time.perf_counter() - start)
+                call = runners[name]
+                if settle_s > 0:
+                    end = time.perf_counter() + settle_s
+                    call()
+                    while time.perf_counter() < end:
+                        call()
+                for _ in range(timed):
+                    start = time.perf_counter()
+                    call()
+                    results[name]["times_s"].append(time.perf_counter() - start)
                 if after_call:
                     after_call()
             if after_round:

@@ -13,7 +13,6 @@ runner is faster.
 from __future__ import annotations
 
 import datetime
-import gc
 import math
 import os
 import platform
@@ -26,7 +25,7 @@ import polyeng
 from .. import models
 from . import BenchError
 from .inputs import model_inputs
-from .measure import TOLERANCE, max_relative_diff
+from .measure import TOLERANCE, interleaved_rounds, max_relative_diff
 from .runtimes import (as_list, installed_version, load_graph, load_torch, onnxruntime_session, openvino_runner,
                        thread_policy_text,
                        thread_settings)
@@ -160,31 +159,9 @@ TIMED = 3
 
 def block_rounds(runners: dict, results: dict, repeat: int, after_call=None) -> None:
     """``repeat`` rounds, each calling every runner for ``SETTLE_S`` and then ``TIMED`` more times,
-    appended to ``results[name]["times_s"]``, in an order rotated by one runner per round. The
-    garbage collector is off while timing."""
-    order = list(runners)
-    if not order:
-        return
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for rep in range(repeat):
-            shift = rep % len(order)
-            for name in order[shift:] + order[:shift]:
-                call = runners[name]
-                end = time.perf_counter() + SETTLE_S
-                call()
-                while time.perf_counter() < end:
-                    call()
-                for _ in range(TIMED):
-                    start = time.perf_counter()
-                    call()
-                    results[name]["times_s"].append(time.perf_counter() - start)
-                if after_call:
-                    after_call()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    appended to ``results[name]["times_s"]``, in an order rotated by one runner per round
+    (``measure.interleaved_rounds``)."""
+    interleaved_rounds(runners, results, repeat, after_call=after_call, settle_s=SETTLE_S, timed=TIMED)
 
 
 def _warm_up(call) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 from . import _constants as C
 from .._address import address
 from ._lib import ExecArg, OneDNNError, _state, engine, lib, new, note_threads, stream
+from ._primitive import aligned_empty
 
 _EXECUTE = ctypes.CFUNCTYPE(c_int, c_size_t, c_size_t, c_int, c_size_t)
 _WAIT = ctypes.CFUNCTYPE(c_int, c_size_t)
@@ -121,12 +122,11 @@ class Native:
         for prim, template, n in calls:
             handle, pd, scratch = prim.handle, prim.pd, prim.scratch
             if n != prim.threads:
-                variant = prim._variants.get(n) if n in prim._variants else prim._variant(n, template)
+                variant = prim._variant(n, template)   # made once per count, None where it differs
                 if variant is not None:
                     handle, pd, scratch = variant
             chosen.append((prim, template, n, handle, pd, scratch))
             scratch_bytes = max(scratch_bytes, scratch)
-        from ._primitive import aligned_empty
         self.scratch = aligned_empty(max(scratch_bytes, 64))
         for prim, template, n, handle, pd, scratch in chosen:
             args = list(template.items()) + ([(C.ARG_SCRATCHPAD, ("buf", self.scratch))] if scratch else [])

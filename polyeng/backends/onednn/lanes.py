@@ -108,11 +108,13 @@ def lane_steps(steps, batch: int, size: int) -> list:
 def _groups(lanes, threads: int) -> list:
     """``lanes`` over ``threads`` threads: each lane, largest first, to the thread with the fewest
     images so far (sizes 2, 1, 1, 1 on three threads: 2, 1 + 1, 1)."""
+    def images(lane):
+        return 1 if lane[0] is None else lane[1] - lane[0]   # the whole program's lane: one
     groups, loads = [[] for _ in range(threads)], [0] * threads
-    for lane in sorted(lanes, key=lambda lane: -(lane[1] - lane[0] if lane[0] is not None else 1)):
+    for lane in sorted(lanes, key=images, reverse=True):
         least = loads.index(min(loads))
         groups[least].append(lane)
-        loads[least] += lane[1] - lane[0] if lane[0] is not None else 1
+        loads[least] += images(lane)
     return groups
 
 
