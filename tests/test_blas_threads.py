@@ -289,3 +289,17 @@ def test_the_real_library_is_found_and_reported():
     finally:
         _blas_threads._controls = monkey
     assert info is not None and info["library"] == "openblas" and info["threads"] >= 1
+
+
+def test_an_interrupted_enter_of_a_timed_trial_raises_the_interrupt_and_holds_nothing(fake, monkeypatch):
+    # _Hold.__enter__ undoes a failed enter by calling __exit__() with no arguments: the trial's
+    # own __exit__ must not fail there, or the interrupt becomes an error a fallback catches
+    def interrupted(n):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(_blas_threads, "_controls", (fake.get, interrupted))
+    monkeypatch.setattr(_blas_threads, "threads_now", lambda: 4)
+    monkeypatch.setattr(_blas_threads.trials, "choose", lambda key, n: (1, True))
+    with pytest.raises(KeyboardInterrupt):
+        with _blas_threads.blas_threads(1 << 20, key=("matmul", (1024, 1024))):
+            pass
+    assert not _blas_threads._active

@@ -118,7 +118,7 @@ class _Tried(_Hold):
     @entered_without_signal_check
     def __exit__(self, *exc):
         settle(self._release_locked)   # first, as in _Hold: no signal can skip it
-        if not exc[0]:
+        if exc and exc[0] is None:   # not a failed call, nor a failed __enter__ (which passes nothing)
             trials.record(self.key, self.budget, self.wanted, perf_counter() - self.began)
 
 
