@@ -226,3 +226,16 @@ def test_a_kept_step_never_holds_or_freezes_the_callers_array():
     assert y.tolist() == [7, 0, 9] and z.tolist() == [0.0, -1e4, 0.0]
     assert graph(np.array([1, 2, 3], np.int64))[0].tolist() == [1, 2, 3]
     assert buf.flags.writeable
+
+
+def test_gather_nd_keeps_the_checked_index_of_read_only_indices_per_data_shape():
+    from polyeng.onnx import host_ops
+    indices = np.array([[0, 2], [1, 0]], np.int64)
+    indices.flags.writeable = False   # as a host program keeps shape arithmetic
+    for data in (np.arange(6).reshape(2, 3), np.arange(6, 12).reshape(2, 3), np.arange(12).reshape(2, 3, 2)):
+        want = np.stack([data[0, 2], data[1, 0]])
+        np.testing.assert_array_equal(host_ops.gather_nd(data, indices), want)
+    with pytest.raises(ValueError, match="out of range for a dim of 2"):   # checked again at each data shape
+        host_ops.gather_nd(np.arange(4).reshape(2, 2), indices)
+    fresh = np.array([[1, 1]], np.int64)   # writeable: checked on every call
+    np.testing.assert_array_equal(host_ops.gather_nd(np.arange(6).reshape(2, 3), fresh), [4])

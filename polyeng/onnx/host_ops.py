@@ -128,15 +128,28 @@ def gather_elements(data, indices, axis=0):
 
 
 def gather_nd(data, indices, batch_dims=0):
-    """ONNX GatherND: the last dim of ``indices`` (k) indexes data's first k dims after ``batch_dims``."""
+    """ONNX GatherND: the last dim of ``indices`` (k) indexes data's first k dims after ``batch_dims``.
+    The checked index of read-only ``indices`` (shape arithmetic a host program keeps, such as an
+    attention mask's positions) is kept per data shape: later calls only gather."""
     data, indices = _host(data), _host(indices)
     b, k = int(batch_dims), indices.shape[-1]
-    batch = int(np.prod(data.shape[:b], dtype=np.int64))
-    flat = data.reshape((batch,) + data.shape[b:])
-    picks = indices.reshape((batch, -1, k))
-    columns = [_wrapped(picks[..., j], flat.shape[1 + j], "GatherND") for j in range(k)]
-    out = flat[(np.arange(batch)[:, None],) + tuple(columns)]
+    key = (id(indices), data.shape[:b + k], b)
+    found = _nd_index.get(key) if not indices.flags.writeable else None
+    if found is None or found[0] is not indices:
+        batch = int(np.prod(data.shape[:b], dtype=np.int64))
+        picks = indices.reshape((batch, -1, k))
+        columns = [_wrapped(picks[..., j], data.shape[b + j], "GatherND") for j in range(k)]
+        found = (indices, batch, (np.arange(batch)[:, None],) + tuple(columns))
+        if not indices.flags.writeable:
+            if len(_nd_index) >= 64:
+                _nd_index.clear()
+            _nd_index[key] = found   # the indices held beside it: no other array takes their id
+    _, batch, index = found
+    out = data.reshape((batch,) + data.shape[b:])[index]
     return out.reshape(indices.shape[:-1] + data.shape[b + k:])
+
+
+_nd_index: dict = {}   # (id of read-only indices, data's indexed shape, batch_dims) -> (indices, batch, index)
 
 
 def range_(start, limit, delta):
