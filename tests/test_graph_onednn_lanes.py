@@ -156,23 +156,50 @@ def test_a_lane_that_raises_raises_in_the_caller_and_the_next_run_is_whole(lanes
     assert lanes.taken == [2]
 
 
-def test_the_trials_keep_the_faster_of_whole_and_lanes(lanes, monkeypatch):
+def test_the_trials_keep_the_faster_of_the_lanes_and_the_compiled_loop_on_one_thread(lanes, monkeypatch):
     x, g = _planned(4)
     program = _program(g)
     clock = [0.0]
     monkeypatch.setattr(lanes, "perf_counter", lambda: clock[0])
-    real_lanes, real_whole = type(program)._in_lanes, program.whole.run
+    real_lanes = type(program)._in_lanes
 
-    def slow_lanes(self, lanes_, arrays, threads):   # lanes take 3 s on this clock, whole 1 s
-        clock[0] += 3.0
+    def timed_lanes(self, lanes_, arrays, threads):   # two lanes take 3 s on this clock, one lane 1 s
+        clock[0] += 3.0 if len(lanes_) > 1 else 1.0
         return real_lanes(self, lanes_, arrays, threads)
-    monkeypatch.setattr(type(program), "_in_lanes", slow_lanes)
-    monkeypatch.setattr(program.whole, "run", lambda arrays: (clock.__setitem__(0, clock[0] + 1.0), real_whole(arrays))[1])
+    monkeypatch.setattr(type(program), "_in_lanes", timed_lanes)
     for _ in range(thread_trials.WARMUP + 2 * thread_trials.TRIALS + 1):
         g(x)
     trial = lanes.trials._trials[(id(program), 2)]
-    assert trial.chosen == 1   # whole
+    assert trial.chosen == 1   # the whole program in the compiled loop
     assert trial.best_one == 1.0 and trial.best_budget == 3.0
+    # the second trial (the compiled loop against the whole program on the budget) starts now
+    assert (id(program), 2, "whole") in lanes.trials._trials
+
+
+def test_without_lanes_the_trials_keep_the_faster_of_the_compiled_loop_and_the_whole_program(lanes, monkeypatch):
+    x, g = _planned(4)
+    program = _program(g)
+    monkeypatch.setattr(program, "_lanes", {2: program._one})   # as where the batch does not split
+    clock = [0.0]
+    monkeypatch.setattr(lanes, "perf_counter", lambda: clock[0])
+    real_lanes, real_whole = type(program)._in_lanes, program.whole.run
+
+    def slow_loop(self, lanes_, arrays, threads):   # the compiled loop takes 3 s on this clock, whole 1 s
+        clock[0] += 3.0
+        return real_lanes(self, lanes_, arrays, threads)
+    monkeypatch.setattr(type(program), "_in_lanes", slow_loop)
+
+    def whole(arrays, *rest):   # on its own (not in a lane): 1 s
+        if not rest:
+            clock[0] += 1.0
+        return real_whole(arrays, *rest)
+    monkeypatch.setattr(program.whole, "run", whole)
+    for _ in range(thread_trials.WARMUP + 2 * thread_trials.TRIALS + 1):
+        got = g(x)
+    trial = lanes.trials._trials[(id(program), 2, "whole")]
+    assert trial.chosen == 2   # the whole program, each primitive on the budget
+    assert trial.best_one == 3.0 and trial.best_budget == 1.0
+    close(got, _nodes(x))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -234,10 +261,10 @@ def test_a_batch_of_one_tries_the_compiled_loop_against_the_whole_program_on_the
     monkeypatch.setattr(lanes.trials, "choose", lambda key, n: asked.append(n) or (1, False))
     x, g = _planned(1)
     close(g(x), _nodes(x))
-    assert asked == [2] and lanes.taken == []   # the trials chose the whole program: no lane ran
+    assert asked == [2] and lanes.taken == [1]   # one thread: the compiled loop, as one lane
     monkeypatch.setattr(lanes.trials, "choose", lambda key, n: (n, False))
     close(g(x), _nodes(x))
-    assert lanes.taken == [1]
+    assert lanes.taken == [1]   # the budget: the whole program, each primitive on it (no lane)
 
 
 def test_once_the_interpreter_exits_programs_run_whole(lanes, monkeypatch):

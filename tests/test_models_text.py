@@ -79,6 +79,7 @@ def test_matches_onnxruntime(name, exporter, engine):
 def test_positional_inputs_give_the_same_result(name, exporter):
     _, graph, runs = model(name, exporter)
     feed, _ = runs[SIZES[0]]
+    graph(**feed)   # planned: a first run goes node by node, later ones may hold oneDNN programs
     np.testing.assert_array_equal(graph(*feed.values()), graph(**feed))
 
 
@@ -114,3 +115,21 @@ def test_bert_runs_few_host_nodes_per_call(exporter):
     host = [n for n in graph.nodes if n.op.startswith("onnx.")]
     assert len(host) <= 20, sorted(n.op for n in host)
     assert sum(n.op == "onnx.program" for n in host) >= 1
+
+
+ONE_PROGRAM = [(n, e) for n, e in CASES if n in ("bert", "distilbert", "gpt2", "hf_vit")]
+
+
+@pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available, reason="onednn is unavailable")
+@pytest.mark.parametrize("name, exporter", ONE_PROGRAM, ids=[f"{n}-{e}" for n, e in ONE_PROGRAM])
+def test_an_encoder_runs_as_one_onednn_program_after_its_embeddings(name, exporter):
+    """Every node from the first attention on, host views and shape arithmetic included, in one
+    program (``polyeng/graph/segments.py``)."""
+    _, graph, runs = model(name, exporter)
+    feed, want = runs[SIZES[0]]
+    graph(**feed)   # plans the nodes and builds the program
+    program = graph._compiled()
+    assert len(program.segment_spans) == 1 and program.segment_spans[0][1] == len(program.steps)
+    before = {program.steps[i].node.op for i in range(program.segment_spans[0][0])}
+    assert before <= {"onnx.program", "embedding", "add", "layer_norm"}, before
+    assert relative_error(graph(**feed), want) <= 1e-4

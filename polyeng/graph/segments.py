@@ -1,21 +1,31 @@
-"""Runs of convolution-network nodes that a planned graph run executes as one oneDNN program
-(``backends/onednn/segment.py``): the values between them stay in oneDNN's blocked layouts, in
-buffers made once per planned signature, and each node costs one primitive execution.
+"""Runs of a graph's nodes that a planned graph run executes as one oneDNN program
+(``backends/onednn/segment.py``): the values between them stay in the layouts oneDNN's
+primitives choose (blocked for convolutions, plain for a transformer's products), in buffers made
+once per planned signature, and each node costs at most one primitive execution.
 
 The runner's first run of a signature records, for each node, the op, its validated arguments'
 facts and its result's shape (``facts``). ``plan`` then finds each run of at least
-``MIN_NODES`` consecutive nodes that a program can hold (convolutions with constant weights,
-activations, pooling, add and mul, the spatial mean, channel concat and a mixed precision
-graph's casts between f32 and bf16, all 4-D f32 or bf16, on polyeng's built-in engines) and builds its program; a node the program turns down ends
-the run there and the search goes on after it. The planned entries keep every node's own plan,
-and a run falls back to them, node by node, whenever the program does not take it: a value that
-may leave the finite range (see the backend module), an input of another layout, another thread
-running the same program, or a verbose level above 0.
+``MIN_NODES`` consecutive nodes that a program can hold and builds its program; a node the
+program turns down ends the run there and the search goes on after it. A program holds:
+convolutions with constant weights, activations, pooling, add and mul, the spatial mean, concat
+and a mixed precision graph's casts between f32 and bf16 (4-D f32 or bf16); a transformer's
+linear, matmul, layer_norm, softmax, fused_softmax, gelu, reshape, permute_contiguous and split
+(``backends/onednn/segment_plain.py``); and two kinds of host nodes (``host_facts``): views
+(reshape, squeeze, slice, index: their input's bytes, or a strided part of them), and host
+programs of shape arithmetic, whose results are the same on every run of the signature (the
+constants of the program). A view whose shape argument is made before the run is held where that
+argument is checked, on each run, to be the one it was planned with (``Segment.checks``).
+
+The planned entries keep every node's own plan, and a run falls back to them, node by node,
+whenever the program does not take it: a value that may leave the finite range (see the backend
+module), an input of another layout, a shape argument that changed, another thread running the
+same program, or a verbose level above 0. A program's results are the nodes' within rounding (its
+products and reductions round in their own order), and the same on every run that takes it.
 
 Programs are made only where the run's scopes leave the choice to polyeng: no engine asked for
 but ``onednn`` (``compute_eng``), host arrays, ONEDNN available, and the nodes marked by the
-fusion ``onednn_programs``. Under an fp math mode other than strict the convolutions (ALLOW ops)
-carry the mode's fpmath attribute, as ONEDNN's own convolution kernel does (``_fpmath.compute``).
+fusion ``onednn_programs``. Under an fp math mode other than strict the convolutions and products
+(ALLOW ops) carry the mode's fpmath attribute, as ONEDNN's own kernels do (``_fpmath.compute``).
 """
 from __future__ import annotations
 
@@ -36,7 +46,10 @@ TYPES = (F32, np.dtype(ml_dtypes.bfloat16))   # a mixed precision graph's bf16 v
 
 # the ops a program may hold (``backends/onednn/segment.py``'s, without importing the engine here)
 OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul", "mean", "concat", "relu",
-                 "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "leaky_relu", "clip"})
+                 "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "leaky_relu", "clip",
+                 # a transformer's (``backends/onednn/segment_plain.py``)
+                 "linear", "matmul", "layer_norm", "softmax", "fused_softmax", "gelu", "reshape",
+                 "permute_contiguous", "split"})
 
 
 def mark(nodes, context):
@@ -45,8 +58,8 @@ def mark(nodes, context):
     off, none is marked)."""
     out, changed = [], False
     for node in nodes:
-        if node.op in OPS and len(node.outputs) == 1 and node.types and np.dtype(node.types[0][0]) == F32 \
-                and not node.meta.get(NAME):
+        if node.op in OPS and (len(node.outputs) == 1 or node.op == "split") and node.types \
+                and all(np.dtype(t[0]) == F32 for t in node.types) and not node.meta.get(NAME):
             node = dataclasses.replace(node, meta={**node.meta, NAME: True})
             changed = True
         out.append(node)
@@ -72,9 +85,124 @@ def _is_slot(value) -> bool:
     return is_slot(value)
 
 
-def facts(step, args, plan):
-    """What ``plan`` needs of one node's first run, or None where no program can hold it."""
+# host ops whose result is their input ``x`` read through another shape, or a part of it
+VIEWS = frozenset({"onnx.reshape", "onnx.squeeze", "onnx.unsqueeze", "onnx.flatten", "onnx.slice", "onnx.getitem",
+                   "np.getitem", "np.transpose"})
+# of those, the ones that keep every element in order (a program's values lie row-major: its bytes)
+RESHAPES = frozenset({"onnx.reshape", "onnx.squeeze", "onnx.unsqueeze", "onnx.flatten"})
+SHAPES = "onnx.program"   # a host program computing from shapes only: one value per signature
+
+
+def host_facts(step, kwargs, env):
+    """What ``plan`` needs of a host node's first run (``kwargs``: its arguments, ``env`` holding
+    its results), or None where no program can hold it: a view of its input ``x`` (the bytes it
+    reads, by offset and strides), or a host program of shape arithmetic (its results, the same
+    on every run of the signature)."""
     op = step.spec.name
+    if op == SHAPES:
+        if kwargs.get("shape_keyed") is None:
+            return _static_program(step, kwargs, env)
+        return ("shapes", {s: env[s] for s in step.out_slots}, {})
+    if op not in VIEWS or step.single is None:
+        return None
+    x, result = kwargs.get("x"), env[step.single]
+    reads = dict(step.simple)
+    if type(x) is not np.ndarray or type(result) is not np.ndarray or "x" not in reads or step.nested:
+        return None
+    if x.dtype not in TYPES or result.dtype != x.dtype or x.size == 0 or result.size == 0 \
+            or not 1 <= result.ndim <= 6:
+        return None
+    if op in RESHAPES and result.size == x.size:
+        view = (0, None)   # numpy copies a strided input: in a program the input lies row-major
+    elif x.flags.c_contiguous:
+        view = _view(x, result)
+    else:
+        return None
+    if view is None:
+        return None
+    # a shape argument's slot, with the value it held (``plan`` holds the view only where it is a
+    # constant, shape arithmetic, or checked on each run to be the same)
+    others = {name: (slot, _value_of(env[slot])) for name, slot in reads.items() if name != "x"}
+    if any(value is None for _, value in others.values()):
+        return None
+    attrs = {"offset": view[0], "strides": view[1], "reads_fixed": others}
+    return ("view", {"x": reads["x"]}, attrs, tuple(result.shape), None, {reads["x"]: (tuple(x.shape), x.dtype)},
+            x.dtype)
+
+
+def _static_program(step, kwargs, env):
+    """A host program every step of which its first call found static (``host_programs``: from
+    constants, shapes and small integer values) as shape arithmetic whose small integer inputs are
+    checked on each run (made before the program: a reshape target from another host program's
+    sizes), or None."""
+    from ..onnx import host_programs
+    from .runner import _Slot
+    compiled = host_programs._compiled.get(id(kwargs.get("steps")))
+    if compiled is None or not compiled.static or not all(compiled.static):
+        return None
+    template = dict(step.nested).get("values")
+    if not isinstance(template, (list, tuple)) or len(template) != len(kwargs.get("values") or ()):
+        return None
+    checks = {}
+    for i in compiled.small:
+        if type(template[i]) is _Slot:
+            value = _value_of(env[template[i].index])
+            if value is None:
+                return None
+            checks[template[i].index] = value
+    return ("shapes", {s: env[s] for s in step.out_slots}, checks)
+
+
+def _value_of(value):
+    """A small integer array (a shape) as bytes with its dtype and shape, else None."""
+    if type(value) is np.ndarray and value.dtype.kind in "iu" and value.size <= 16:
+        return (value.dtype.str, value.shape, value.tobytes())
+    return None
+
+
+def _view(x, result):
+    """(offset, strides) in items of ``result`` within C-contiguous ``x``, strides None where it
+    is C-contiguous; None where it is not a view of ``x``'s bytes."""
+    item = x.itemsize
+    offset = result.__array_interface__["data"][0] - x.__array_interface__["data"][0]
+    if offset < 0 or offset % item or any(st < 0 or st % item for st in result.strides):
+        return None
+    last = offset + sum((d - 1) * st for d, st in zip(result.shape, result.strides)) + item
+    if last > x.nbytes or not np.shares_memory(x, result):
+        return None
+    strides = None if result.flags.c_contiguous else tuple(st // item for st in result.strides)
+    return offset // item, strides
+
+
+def _split_facts(step, args, plan):
+    """A split's pieces as views of its input: [(facts, slot of the piece)], or None."""
+    x, sizes, axis = args["x"], args["split_size_or_sections"], args["axis"]
+    reads = dict(step.simple)
+    if type(x) is not np.ndarray or x.dtype not in TYPES or "x" not in reads or 0 in x.shape \
+            or len(sizes) != len(step.out_slots) or not isinstance(step.out, (list, tuple)) \
+            or list(step.out) != list(range(len(sizes))) or 0 in sizes:
+        return None
+    strides = [int(np.prod(x.shape[i + 1:])) for i in range(x.ndim)]
+    out, start = [], 0
+    for size, slot in zip(sizes, step.out_slots):
+        shape = tuple(x.shape[:axis]) + (size,) + tuple(x.shape[axis + 1:])
+        contiguous = all(d == 1 for d in x.shape[:axis])
+        attrs = {"offset": start * strides[axis], "strides": None if contiguous else tuple(strides),
+                 "reads_fixed": {}}
+        out.append((("view", {"x": reads["x"]}, attrs, shape, None, {reads["x"]: (tuple(x.shape), x.dtype)},
+                     x.dtype), slot))
+        start += size
+    return out
+
+
+def facts(step, args, plan):
+    """What ``plan`` needs of one node's first run, or None where no program can hold it (a list
+    of (facts, slot) for a node of several results)."""
+    op = step.spec.name
+    if op == "split":
+        if plan.decision.engine not in ENGINES or not step.node.meta.get(NAME):
+            return None
+        return _split_facts(step, args, plan)
     if op == "cast":   # a mixed precision graph's casts between f32 and bf16 (not marked: made after fusing)
         pair = (np.dtype(args["x"].dtype), np.dtype(args["dtype"]))
         if pair not in ((F32, TYPES[1]), (TYPES[1], F32)) or args["x"].ndim != 4:
@@ -117,15 +245,21 @@ def facts(step, args, plan):
 
 
 class Segment:
-    """A planned entry: nodes ``first`` to ``stop - 1`` run as one oneDNN program."""
-    __slots__ = ("program", "first", "stop", "inputs", "outputs", "shapes", "original")
+    """A planned entry: nodes ``first`` to ``stop - 1`` run as one oneDNN program (``fixed``: the
+    results of the host programs of shape arithmetic among them, as their first run gave them;
+    ``checks``: (slot, value) of the shapes its views were planned with, made before it)."""
+    __slots__ = ("program", "first", "stop", "inputs", "outputs", "shapes", "original", "fixed", "checks")
 
-    def __init__(self, program, first, stop, inputs, outputs, shapes, original):
+    def __init__(self, program, first, stop, inputs, outputs, shapes, original, fixed=(), checks=()):
         self.program, self.first, self.stop = program, first, stop
         self.inputs, self.outputs, self.shapes, self.original = inputs, outputs, shapes, original
+        self.fixed, self.checks = tuple(fixed), tuple(checks)
 
     def run(self, env):
         """Runs the program on this run's values (True), or leaves them for the nodes (False)."""
+        for slot, value in self.checks:   # a shape a view reads: as planned, or the nodes run
+            if _value_of(env[slot]) != value:
+                return False
         arrays = []
         for slot, (shape, dtype) in zip(self.inputs, self.shapes):
             a = env[slot]
@@ -136,6 +270,8 @@ class Segment:
         if results is None:
             return False
         for slot, value in zip(self.outputs, results):
+            env[slot] = value
+        for slot, value in self.fixed:
             env[slot] = value
         return True
 
@@ -154,6 +290,9 @@ def plan(program, entries, recorded, kept) -> list:
             for found in leaves(template, _is_slot):
                 readers.setdefault(found.index, []).append(i)
     constants = {s: a for s, a in program.constants}
+    for found in recorded.values():   # shape arithmetic: one value per signature, a constant to a program
+        if found is not None and found[0] == "shapes" and not found[2]:
+            constants.update(found[1])
     spans = []
     eligible = [recorded.get(i) is not None for i in range(n)]
     i = 0
@@ -172,8 +311,9 @@ def plan(program, entries, recorded, kept) -> list:
             eligible[built] = False
             continue
         if built is not None:
-            program_, inputs, outputs, shapes = built
-            entries[i] = Segment(program_, i, stop, inputs, outputs, shapes, entries[i])
+            program_, inputs, outputs, shapes, checks = built
+            fixed = [(s, a) for k in range(i, stop) if recorded[k][0] == "shapes" for s, a in recorded[k][1].items()]
+            entries[i] = Segment(program_, i, stop, inputs, outputs, shapes, entries[i], fixed, checks)
             spans.append((i, stop))
         i = stop
     return spans
@@ -182,13 +322,31 @@ def plan(program, entries, recorded, kept) -> list:
 def _build(segment, program, recorded, readers, constants, kept, first, stop):
     """(program, input slots, output slots, input shapes), the index of a node that does not fit,
     or None."""
-    steps, made, shapes = [], set(), {}
+    steps, made, shapes, node_of, checks = [], set(), {}, [], {}   # node_of: each step's node
+    constants = dict(constants)
     for i in range(first, stop):
-        op, reads, attrs, shape, prepared, read_shapes, dtype = recorded[i]
-        out = program.steps[i].single
-        steps.append(segment.Step(op, reads, attrs, out, shape, prepared, dtype))
-        shapes.update(read_shapes)
-        made.add(out)
+        found = recorded[i]
+        if found[0] == "shapes":   # no step: its results are constants of the program
+            for slot, value in found[2].items():   # its small inputs, checked on each run
+                if slot in made:
+                    return i
+                if slot not in constants:
+                    checks[slot] = value
+            constants.update(found[1])
+            continue
+        for one, out in (found if isinstance(found, list) else [(found, program.steps[i].single)]):
+            op, reads, attrs, shape, prepared, read_shapes, dtype = one
+            for slot, value in attrs.get("reads_fixed", {}).values():
+                if slot in made:
+                    return i   # a view whose shape argument may change from run to run
+                if slot not in constants:
+                    checks[slot] = value
+            steps.append(segment.Step(op, reads, attrs, out, shape, prepared, dtype))
+            node_of.append(i)
+            shapes.update(read_shapes)
+            made.add(out)
+    if not steps:
+        return None
     inputs = []
     for s in steps:
         for value in s.reads.values():
@@ -203,12 +361,12 @@ def _build(segment, program, recorded, readers, constants, kept, first, stop):
     try:
         built = segment.Program(steps, inputs, outputs, constants, {s: shapes[s][0] for s in inputs}, compute, dtypes)
     except segment.Unsupported as exc:
-        return first + exc.index if exc.index is not None else None
+        return node_of[exc.index] if exc.index is not None else None
     batch = {shapes[s][0][0] for s in inputs}
     n = min(batch) if len(batch) == 1 else 1   # the batch lanes may split: every input's first dim
 
     def lane(size):
-        return segment.Program(lanes.lane_steps(steps, n, size), inputs, outputs, constants,
+        return segment.Program(lanes.lane_steps(steps, n, size, constants), inputs, outputs, constants,
                                {s: (size,) + tuple(shapes[s][0][1:]) for s in inputs}, compute, dtypes)
     built = lanes.Lanes(built, lane, max(n, 1))
-    return built, inputs, outputs, [shapes[s] for s in inputs]
+    return built, inputs, outputs, [shapes[s] for s in inputs], list(checks.items())

@@ -86,23 +86,51 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def lane_steps(steps, batch: int, size: int) -> list:
+def lane_steps(steps, batch: int, size: int, constants=None) -> list:
     """``steps`` (of a program for a batch of ``batch``) for a batch of ``size``: the first dim of
     every value and a convolution's geometry's batch, the rest as it is (every op a program holds
-    computes each image from that image alone)."""
+    computes each image from that image alone). A step that reads a constant with a first dim of
+    the batch (which a lane would read from its start) is turned down."""
     out = []
     for s in steps:
-        if not s.shape or s.shape[0] != batch:
+        if not s.shape or s.shape[0] != batch or _mixes_the_batch(s):
             raise Unsupported(f"{s.op} makes a value whose first dim is not the batch")
-        prepared = Prepared.__new__(Prepared)   # a copy with this size (no fact computed for it)
-        prepared.__dict__.update(s.prepared.__dict__)
-        prepared._later = dict(s.prepared.__dict__.get("_later", {}))   # its own facts still to compute
-        prepared.shape = (size,) + tuple(s.prepared.shape[1:])
-        geometry = s.prepared.__dict__.get("geometry")
-        if geometry is not None and hasattr(geometry, "batch"):
-            prepared.geometry = geometry._replace(batch=size)
+        for name in _read_names(s):
+            c = (constants or {}).get(name)
+            if isinstance(c, np.ndarray) and c.ndim and c.shape[0] == batch and batch > 1:
+                raise Unsupported(f"{s.op} reads a constant of the batch's first dim")
+        if s.prepared is None:   # a view (``segment_plain.py``): of the same bytes at any batch
+            prepared = None
+        else:
+            prepared = Prepared.__new__(Prepared)   # a copy with this size (no fact computed for it)
+            prepared.__dict__.update(s.prepared.__dict__)
+            prepared._later = dict(s.prepared.__dict__.get("_later", {}))   # its own facts still to compute
+            prepared.shape = (size,) + tuple(s.prepared.shape[1:])
+            geometry = s.prepared.__dict__.get("geometry")
+            if geometry is not None and hasattr(geometry, "batch"):
+                prepared.geometry = geometry._replace(batch=size)
         out.append(Step(s.op, s.reads, s.attrs, s.out, (size,) + tuple(s.shape[1:]), prepared, s.dtype))
     return out
+
+
+def _read_names(s):
+    for value in s.reads.values():
+        yield from (value if isinstance(value, list) else [value])
+
+
+def _mixes_the_batch(s) -> bool:
+    """Whether a step's result may read several images of its batch (the first dim): a concat, a
+    softmax or a product along it, a permutation that moves it, a layer norm over it."""
+    rank = len(s.shape)
+    if s.op in ("concat", "softmax", "fused_softmax") and int(s.attrs.get("axis", 0)) % rank == 0:
+        return True
+    if s.op == "permute_contiguous":
+        return int(s.attrs["dims"][0]) % rank != 0
+    if s.op == "layer_norm":
+        return len(s.attrs["normalized_shape"]) >= rank
+    if s.op == "view":   # a part of its input: its offset and strides are the whole batch's
+        return bool(s.attrs["offset"]) or s.attrs["strides"] is not None
+    return s.op == "matmul" and rank <= 2
 
 
 def _groups(lanes, threads: int) -> list:
@@ -131,6 +159,7 @@ class Lanes:
         self._lanes: dict = {}   # lane count -> [(start, stop, program)], or None where one does not build
         self._lock = threading.Lock()
         self._building = threading.Lock()
+        self._one = [(None, None, whole)]   # the whole program as one lane
         self.outputs_as = [(whole.final_shape.get(name, whole.shape[name]), whole.dtype[name])
                            for name in whole.outputs]
 
@@ -149,14 +178,25 @@ class Lanes:
             lanes = self._make(k)
         if lanes is None:
             return self.whole.run(arrays)
+        one = self._one
         if budget < 2:   # one thread: the whole program in one compiled loop
-            return self._in_lanes(lanes, arrays, 1)
-        # the lanes (a batch of one: the whole program in the compiled loop on one thread), or the
-        # whole program on the budget, whichever the first calls ran faster
-        key = (id(self), budget)
+            return self._in_lanes(one, arrays, 1)
+        if len(lanes) > 1:   # the lanes, or the whole program in the compiled loop on one thread
+            key = (id(self), budget)
+            choice, timed = trials.choose(key, budget)
+            if choice > 1 or timed:
+                began = perf_counter() if timed else 0.0
+                results = self._in_lanes(lanes, arrays, min(budget, len(lanes))) if choice > 1 else \
+                    self._in_lanes(one, arrays, 1)
+                if timed and results is not None:
+                    trials.record(key, budget, choice, perf_counter() - began)
+                return results
+        # no lanes (or slower): the compiled loop on one thread, or the whole program with each
+        # primitive on the budget, whichever the first calls ran faster
+        key = (id(self), budget, "whole")
         choice, timed = trials.choose(key, budget)
         began = perf_counter() if timed else 0.0
-        results = self._in_lanes(lanes, arrays, min(budget, len(lanes))) if choice > 1 else self.whole.run(arrays)
+        results = self._in_lanes(one, arrays, 1) if choice == 1 else self.whole.run(arrays)
         if timed and results is not None:
             trials.record(key, budget, choice, perf_counter() - began)
         return results
@@ -168,7 +208,7 @@ class Lanes:
             if k in self._lanes:
                 return self._lanes[k]
             if k == 1:   # one lane: the whole program, on whole arrays (an input may not have the batch first)
-                self._lanes[k] = [(None, None, self.whole)]
+                self._lanes[k] = self._one
                 return self._lanes[k]
             sizes = [self.batch // k + (i < self.batch % k) for i in range(k)]
             lanes, start = [], 0
@@ -176,8 +216,8 @@ class Lanes:
                 for size in sizes:
                     lanes.append((start, start + size, self._build(size)))
                     start += size
-            except (Unsupported, OneDNNError):   # oneDNN turned a step down at this size
-                lanes = None
+            except (Unsupported, OneDNNError):   # a step the batch does not split, or oneDNN turned one down
+                lanes = self._one   # at this size: one lane, the whole program
             self._lanes[k] = lanes
             return lanes
         finally:

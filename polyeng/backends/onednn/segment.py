@@ -37,13 +37,15 @@ from ._lib import dims, new
 from ._primitive import Attr, Desc, Primitive, aligned_empty, desc, desc_any, reorder
 from ._packed import packed_weight
 from ._threads import threads_for
-from . import conv
+from . import conv, segment_plain
 from .fused import POST_OPS
 from .pooling import _kind as pooling_kind, _padding_right
 
 F32 = np.dtype(np.float32)
 TYPES = (F32, np.dtype(ml_dtypes.bfloat16))   # the storage a program holds (bf16: a mixed precision graph's)
 TINY = float(np.finfo(np.float32).tiny)   # the smallest normal f32
+# the magnitude from which a sum rounds to an f32 infinity: the largest f32 plus half its unit
+SUM_TO_INF = float(np.finfo(np.float32).max) + 2.0 ** 103
 CHECKED_CAST = 1 << 16   # elements of the largest f32 value a cast to bf16 in a program may read
 LIMIT = 1e36   # bounds above this might overflow somewhere (hardswish's formula passes f32's maximum from 5.7e37)
 
@@ -54,9 +56,12 @@ BOUNDED = {"sigmoid": lambda b, a, c: 1.0, "tanh": lambda b, a, c: 1.0, "hardsig
            # clip(v, lo, hi) = min(max(v, lo), hi) lies in [lo, hi] when lo <= hi (a lower bound above
            # the input's lifts every value to it), else it is hi
            "clip": lambda b, a, c: max(abs(a), abs(c)),
+           "gelu": lambda b, a, c: b,   # |v * Phi(v)| <= |v|
            "none": lambda b, a, c: b}
 ELTWISE_OPS = {"relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "leaky_relu", "clip"}
-OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul", "mean", "concat", "cast"}) | ELTWISE_OPS
+OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul", "mean", "concat", "cast"}) | ELTWISE_OPS \
+    | segment_plain.OPS
+MAX_RANK = 6   # of the values a program reads
 
 
 class Unsupported(Exception):
@@ -123,13 +128,29 @@ class Program:
         self.final_shape = {}  # value -> the shape its output array is returned in, where not its own
         self.subnormal_checks = []   # the f32 sources of casts to bf16, scanned after a run
         self.natives = {}     # threads -> the calls as one compiled loop (``_native.py``)
+        self.alias = {}       # value -> the value whose bytes it is (a reshape's, a view's)
+        self.offset = {}      # value -> its first item's place in its alias's bytes, where not 0
+        self.constants = constants
+        self.masks = set()    # inputs that only a softmax reads as its mask (``segment_plain._softmax``)
+        self.mask_ranges = {}   # such a mask (a constant) -> its (largest, smallest) value
+        self.constant_bounds = {}   # constant -> its largest magnitude, where a step reads one
+        self.row_checks = []  # (mean, variance, source) of each layer norm, checked after a run
+        self.lazy = set()     # permutations a product reads through strides (``segment_plain.py``)
+        self._passed = None   # the input bounds of the largest run that passed ``bounded``
+        self.masked = set()   # fused_softmax steps whose mask a product added as its post-op
+        # every layer norm's row means and variances, in one array each (one check after a run)
+        rows = sum(math.prod(s.shape) // max(math.prod(s.attrs["normalized_shape"]), 1)
+                   for s in steps if s.op == "layer_norm")
+        self.stats = aligned_empty(max(8 * rows, 64)).view(F32)[:2 * rows].reshape(2, rows)
+        self.stats_used = 0
         readers = self.readers = {}
         for s in steps:
             for name in _names(s.reads):
                 readers.setdefault(name, []).append(s)
         for name in self.inputs:
-            if self.shape[name] is None or len(self.shape[name]) != 4 or self.dtype[name] not in TYPES:
-                error = Unsupported(f"input {name} is not a 4-D f32 or bf16 value")
+            if self.shape[name] is None or not 1 <= len(self.shape[name]) <= MAX_RANK \
+                    or self.dtype[name] not in TYPES:
+                error = Unsupported(f"input {name} is not an f32 or bf16 value of 1 to {MAX_RANK} dims")
                 error.index = next(i for i, s in enumerate(steps) if name in set(_names(s.reads)))
                 raise error   # the run ends before the first step reading it
             self.md[name] = desc(self.shape[name], self.dtype[name])
@@ -143,6 +164,9 @@ class Program:
                 if len(nxt) == 1 and nxt[0].op in ELTWISE_OPS and s.out not in self.outputs:
                     after = nxt[0]
                     folded.add(id(after))
+            elif s.op in ("linear", "matmul"):   # the nodes that alone read it in turn: post-ops
+                after = segment_plain.chain(self, s, i, steps, constants)
+                folded.update(id(a) for a in after if a.op != "fused_softmax")
             try:
                 self._step(s, after, constants)
             except Unsupported as exc:
@@ -173,8 +197,14 @@ class Program:
         return copy
 
     def _arg(self, name):
+        offset = 0
+        while name in self.alias:
+            offset += self.offset.get(name, 0) * self.dtype[name].itemsize
+            name = self.alias[name]
         if name in self.buffer:
-            return ("buf", self.buffer[name])
+            return ("buf", self.buffer[name][offset:] if offset else self.buffer[name])
+        if offset:
+            raise Unsupported("a part of a program's input (read it whole)")
         return ("in", self.inputs.index(name))
 
     def _step(self, s, after, constants):
@@ -182,9 +212,13 @@ class Program:
         if s.dtype not in TYPES:
             raise Unsupported(f"{op} makes {s.dtype}")
         self.dtype[s.out] = s.dtype
-        if after is not None:
+        if after is not None and not isinstance(after, list):
             self.dtype[after.out] = s.dtype
-        if op in ("conv2d", "fused_conv"):
+        if op in segment_plain.OPS:
+            segment_plain.build(self, s, after, constants)
+            for a in after or ():
+                self.dtype[a.out], self.shape[a.out] = s.dtype, a.shape
+        elif op in ("conv2d", "fused_conv"):
             self._conv(s, after, constants)
             if after is not None:
                 self.shape[after.out] = after.shape
@@ -201,12 +235,18 @@ class Program:
         elif op in ("max_pool2d", "avg_pool2d"):
             self._pool(s)
         elif op in ("add", "mul"):
-            self._binary(s, constants)
+            if len(s.shape) == 4 and s.reads.get("a") not in constants and s.reads.get("b") not in constants:
+                self._binary(s, constants)
+            else:
+                segment_plain.binary(self, s, constants)
         elif op == "mean":
             self.shape[s.out] = self._mean(s)
             return
         elif op == "concat":
-            self._concat(s)
+            if len(s.shape) == 4 and s.attrs.get("axis") in (1, -3):
+                self._concat(s)
+            else:
+                segment_plain.concat(self, s)
         elif op == "cast":
             self._cast(s)
         else:
@@ -421,9 +461,22 @@ class Program:
     # --- running -------------------------------------------------------------------------------
     def bounded(self, arrays) -> bool:
         """Whether every value of a run on ``arrays`` stays below ``LIMIT`` (see the module); False
-        for a NaN anywhere, whose comparisons are all false."""
-        bound = {}
+        for a NaN anywhere, whose comparisons are all false.
+
+        Every step's bound grows with its inputs' (and a mask's largest value and the magnitude
+        of its smallest), so inputs whose bounds are each at most those of a run that passed pass
+        too: the walk over the steps runs only for larger ones."""
+        bound = dict(self.constant_bounds)
+        ranges = dict(self.mask_ranges) if self.masks or self.mask_ranges else None
+        key = []
         for name, a in zip(self.inputs, arrays):
+            if name in self.masks:   # a softmax's mask (see segment_plain._softmax)
+                found = _mask_range(a)
+                if found is None:
+                    return False
+                hi, lo = ranges[name] = found
+                key += [hi, -lo]
+                continue
             flat = a.reshape(-1) if a.dtype == F32 else a.reshape(-1).astype(F32)
             b = math.sqrt(float(np.dot(flat, flat))) if flat.size else 0.0
             if not b < LIMIT:   # a sum of squares overflows long before the values do
@@ -431,6 +484,17 @@ class Program:
                 if not b < LIMIT:
                     return False
             bound[name] = b
+            key.append(b)
+        passed = self._passed
+        if passed is not None and all(k <= p for k, p in zip(key, passed)):
+            return True
+        if not self._walk(bound, ranges):
+            return False
+        self._passed = key
+        return True
+
+    def _walk(self, bound, ranges) -> bool:
+        """The bound walk over the steps from the inputs' ``bound`` and masks' ``ranges``."""
         for kind, out, reads, facts in self.bound_steps:
             if kind == "conv":
                 rows, bias, (act, alpha, beta) = facts
@@ -441,6 +505,22 @@ class Program:
             elif kind == "act":
                 act, alpha, beta = facts
                 b = BOUNDED[act](bound[reads[0]], alpha, beta)
+            elif kind == "matmul":   # each result a sum of inner-dim products
+                inner, act = facts
+                pre = bound[reads[0]] * bound[reads[1]] * inner
+                if not pre < LIMIT:
+                    return False
+                b = BOUNDED[act](pre, 0.0, 0.0)
+            elif kind == "masked":   # scores plus a mask, then a softmax: at most 1
+                hi, lo = ranges[reads[1]]
+                if not (bound[reads[0]] + max(hi, 0.0) < LIMIT and bound[reads[0]] - min(lo, 0.0) < SUM_TO_INF):
+                    return False
+                b = 1.0
+            elif kind == "norm":   # normalised values lie within sqrt(features)
+                features, scale, shift = facts
+                if not (2.0 * bound[reads[0]]) ** 2 * features < LIMIT:   # the squares of the centred values
+                    return False
+                b = math.sqrt(features) * scale + shift
             elif kind == "add":
                 b = bound[reads[0]] + bound[reads[1]]
             elif kind == "mul":
@@ -476,12 +556,14 @@ class Program:
                 for arg, (kind, value) in template.items():
                     args[arg] = value if kind == "buf" else arrays[value]
                 prim.run(args, threads or threads_for(work))
-            if not self._no_subnormals(arrays):
+            if not self._checks_pass(arrays):
                 return None
             results = []
             for i, (name, step) in enumerate(self.finals):
                 out = np.empty(self.shape[name], self.dtype[name]) if outs is None else outs[i].reshape(self.shape[name])
-                step.run({C.ARG_FROM: self.buffer[name], C.ARG_TO: out}, threads or threads_for(out.size))
+                kind, value = self._arg(name)
+                step.run({C.ARG_FROM: value if kind == "buf" else arrays[value], C.ARG_TO: out},
+                         threads or threads_for(out.size))
                 shape = self.final_shape.get(name)
                 results.append(out if shape is None else out.reshape(shape))
             return results
@@ -495,15 +577,39 @@ class Program:
         if native is None:
             inputs = len(self.inputs)
             calls = [(prim, template, threads) for prim, template, _ in self.calls]
-            calls += [(step, {C.ARG_FROM: ("buf", self.buffer[name]), C.ARG_TO: ("in", inputs + i)}, threads)
+            calls += [(step, {C.ARG_FROM: self._arg(name), C.ARG_TO: ("in", inputs + i)}, threads)
                       for i, (name, step) in enumerate(self.finals)]
             native = self.natives[threads] = _native.Native(calls)
         made = [out.reshape(self.shape[name]) for out, (name, _) in zip(outs, self.finals)]
         native.run(list(arrays) + made)
-        if not self._no_subnormals(arrays):
+        if not self._checks_pass(arrays):
             return None
         return [out if self.final_shape.get(name) is None else out.reshape(self.final_shape[name])
                 for out, (name, _) in zip(made, self.finals)]
+
+    def _checks_pass(self, arrays) -> bool:
+        return self._no_subnormals(arrays) and self._no_constant_rows(arrays)
+
+    def _no_constant_rows(self, arrays) -> bool:
+        """False where a layer norm's row may hold equal values (``segment_plain.py``)."""
+        if not self.row_checks:
+            return True
+        mean, var = self.stats[0, :self.stats_used], self.stats[1, :self.stats_used]
+        with np.errstate(over="ignore", invalid="ignore"):
+            if not (var <= np.square(mean * np.float32(2.0 ** -10))).any():   # no row of any layer norm
+                return True
+        for mean, var, source in self.row_checks:
+            with np.errstate(over="ignore", invalid="ignore"):
+                candidates = np.flatnonzero(var <= np.square(np.abs(mean) * np.float32(2.0 ** -10)))
+            if candidates.size == 0:
+                continue
+            kind, value = self._arg(source)
+            dtype, count = self.dtype[source], mean.size
+            values = (value.view(dtype)[:math.prod(self.shape[source])] if kind == "buf" else arrays[value])
+            rows = values.reshape(count, -1)[candidates]
+            if (rows == rows[:, :1]).all(axis=1).any():
+                return False
+        return True
 
     def _no_subnormals(self, arrays) -> bool:
         for kind, value in self.subnormal_checks:
@@ -512,6 +618,24 @@ class Program:
             if ((magnitude < TINY) & (magnitude > 0)).any():   # oneDNN's cast flushed it: the nodes round it
                 return False
         return True
+
+
+def _mask_range(a):
+    """(largest, smallest finite) value of a softmax's mask, or None where it holds NaN or +inf, or
+    a row (along its last axis, the softmax's) of -inf only: such a row of the softmax is NaN,
+    which the nodes replace (``segment_plain._softmax``)."""
+    if not a.size:
+        return 0.0, 0.0
+    wide = a if a.dtype == F32 else a.astype(F32)
+    hi, lo = float(np.max(wide)), float(np.min(wide))
+    if not hi < LIMIT:   # NaN, +inf, or the largest numbers
+        return None
+    if lo == -math.inf:   # masked places: fine, unless a whole row is
+        masked = np.isneginf(wide)
+        if masked.all(axis=-1).any():
+            return None
+        lo = float(np.min(np.where(masked, np.float32(0), wide)))
+    return hi, lo
 
 
 def _every_window_has_a_tap(g) -> bool:

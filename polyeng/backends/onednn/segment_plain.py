@@ -1,0 +1,491 @@
+"""The steps of a oneDNN program (``segment.py``) that a transformer's nodes make: ``linear`` and
+``matmul`` (oneDNN's matmul; a constant weight reordered once into the layout it prefers),
+``layer_norm``, ``softmax`` and ``fused_softmax`` over the last axis, ``gelu``, ``add`` and
+``mul`` with a broadcast or constant operand, ``reshape``, ``permute_contiguous``, ``concat``
+along any axis, and views: a host node's reshape, squeeze, slice or index of its input, and the
+pieces of a ``split`` (``graph/segments.py`` finds them).
+
+Every value these steps read or make lies plain (row-major): a value a convolution left in a
+blocked layout is reordered into a plain buffer first, once. A reshape, and a view that is a
+contiguous part of its input, make no step: the value is the same bytes read through another
+shape, from an offset. A strided view and a permutation are reorders from the source read
+through strides; a permutation that only products read is not made at all: they read it through
+its strides where oneDNN has fast code for that (else it is reordered first).
+
+Post-ops: the nodes that alone read a product's result in turn become its post-ops (``chain``):
+a GELU after a linear, a mul by a scalar (oneDNN's linear eltwise alpha * v + -0, which keeps
+-0), an add of a value made before the product (a residual), and the mask add of a
+fused_softmax reading it. Each rounds as the node does (f32 only).
+
+The bound of each value (see ``segment.py``): a linear's as a convolution's (input bound x the
+largest sum of absolute weights into one output + the bias's); a product of two values the
+bounds' product times the inner dimension; a layer norm's at most sqrt(features) x the largest
+weight + the largest bias, and its input's squares must stay in range; a softmax's 1 (a mask's
+rules are in ``_softmax``); GELU's its input's; add and mul of a constant with that constant's
+largest magnitude.
+
+A layer norm writes each row's mean and variance, and a run in which a row's variance lies within
+rounding of its mean's magnitude (a row of equal values may be one: polyeng gives exactly the
+bias there, oneDNN may not) checks those rows, and returns None where one holds equal values:
+the nodes run it (``layer_norm`` on ONEDNN checks the same rows, ``normalization.py``).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _constants as C
+from ._primitive import Attr, Primitive, aligned_empty, desc, desc_any, reorder
+
+GELU = {"none": C.ELTWISE_GELU_ERF, "tanh": C.ELTWISE_GELU_TANH}
+OPS = frozenset({"linear", "matmul", "layer_norm", "softmax", "fused_softmax", "gelu", "reshape",
+                 "permute_contiguous", "view"})
+
+
+def unsupported(message):
+    from .segment import Unsupported
+    return Unsupported(message)
+
+
+def plain(p, name):
+    """A value holding ``name``'s elements row-major: ``name`` itself, or a reordered copy (a
+    constant: its own bytes)."""
+    if name not in p.md and name in p.constants:
+        c = p.constants[name]
+        if not isinstance(c, np.ndarray) or c.dtype not in (np.dtype(np.float32), p_bf16()) or not 1 <= c.ndim <= 6:
+            raise unsupported("a constant that is not an f32 or bf16 array of 1 to 6 dims")
+        c = np.ascontiguousarray(c)
+        p.keep.append(c)
+        p.md[name], p.shape[name], p.dtype[name] = desc(c.shape, c.dtype), tuple(c.shape), c.dtype
+        p.buffer[name] = c.reshape(-1).view(np.uint8)
+        p.constant_bounds[name] = _largest(c)
+    md = p._value(name)
+    flat = desc(p.shape[name], p.dtype[name])
+    if md == flat:
+        return name
+    copy = ("plain", name)
+    if copy not in p.md:
+        p.md[copy] = flat
+        p.buffer[copy] = aligned_empty(max(flat.size, 64))
+        p.shape[copy], p.dtype[copy] = p.shape[name], p.dtype[name]
+        p.calls.append((reorder(md, flat), {C.ARG_FROM: p._arg(name), C.ARG_TO: p._arg(copy)},
+                        math.prod(p.shape[name])))
+    return copy
+
+
+def p_bf16():
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def _made(p, s, name=None):
+    """A plain buffer for the value ``name`` (``s.out``) of ``s``'s shape and dtype."""
+    name = s.out if name is None else name
+    p.md[name] = desc(s.shape, s.dtype)
+    p.buffer[name] = aligned_empty(max(p.md[name].size, 64))
+    return p.md[name]
+
+
+def _gelu(step):
+    approximate = step.attrs.get("approximate", "none")
+    if approximate not in GELU:
+        raise unsupported(f"gelu approximate={approximate!r}")
+    return ("eltwise", GELU[approximate], 0.0, 0.0)
+
+
+def _largest(a) -> float:
+    return float(np.max(np.abs(a.astype(np.float64)))) if a.size else 0.0
+
+
+def build(p, s, after, constants):
+    """Adds the primitives of step ``s`` (and of ``after``, a GELU folded into a linear) to
+    program ``p``."""
+    op = s.op
+    if op == "reshape":
+        x = s.reads["x"]
+        source = plain(p, x)
+        p.alias[s.out] = source
+        p.md[s.out] = desc(s.shape, s.dtype)
+        p.bound_steps.append(("same", s.out, (x,), None))
+    elif op == "view":   # a host node's view of its input: the same bytes, or a copy of a strided part
+        x = s.reads["x"]
+        source = plain(p, x)
+        offset, strides = s.attrs["offset"], s.attrs["strides"]
+        if strides is None:
+            p.alias[s.out], p.md[s.out] = source, desc(s.shape, s.dtype)
+            if offset:
+                p.offset[s.out] = offset
+                p.dtype[s.out] = s.dtype
+                p._arg(s.out)   # a part of an input: Unsupported
+        else:
+            part = ("part", s.out)
+            p.alias[part], p.md[part], p.dtype[part] = source, desc(s.shape, s.dtype, strides), s.dtype
+            if offset:
+                p.offset[part] = offset
+            dst = _made(p, s)
+            p.calls.append((reorder(p.md[part], dst), {C.ARG_FROM: p._arg(part), C.ARG_TO: p._arg(s.out)},
+                            math.prod(s.shape)))
+        p.bound_steps.append(("same", s.out, (x,), None))
+    elif op == "permute_contiguous":
+        x = s.reads["x"]
+        source = plain(p, x)
+        dims = [int(d) % len(p.shape[x]) for d in s.attrs["dims"]]
+        strides = desc_strides(p.shape[x])
+        view = desc(s.shape, s.dtype, [strides[d] for d in dims])
+        readers = p.readers.get(s.out, [])
+        if readers and s.out not in p.outputs and all(r.op == "matmul" and r.reads.get("b") not in p.constants
+                                                       for r in readers):
+            # products read it through its strides (``_product``; reordered there where they cannot)
+            p.alias[s.out], p.md[s.out] = source, view
+            p.lazy.add(s.out)
+            p.bound_steps.append(("same", s.out, (x,), None))
+            return
+        dst = _made(p, s)
+        p.calls.append((reorder(view, dst), {C.ARG_FROM: p._arg(source), C.ARG_TO: p._arg(s.out)},
+                        math.prod(s.shape)))
+        p.bound_steps.append(("same", s.out, (x,), None))
+    elif op in ("linear", "matmul"):
+        _product(p, s, after, constants)
+    elif op == "layer_norm":
+        _layer_norm(p, s, constants)
+    elif op in ("softmax", "fused_softmax"):
+        _softmax(p, s)
+    elif op == "gelu":
+        x = s.reads["x"]
+        source = plain(p, x)
+        _, alg, alpha, beta = _gelu(s)
+        md = desc(s.shape, s.dtype)
+        prim = Primitive("dnnl_eltwise_forward_primitive_desc_create", C.FORWARD_INFERENCE, alg, md.handle,
+                         md.handle, alpha, beta, None, keep=(md,))
+        _made(p, s)
+        p.calls.append((prim, {C.ARG_SRC: p._arg(source), C.ARG_DST: p._arg(s.out)}, math.prod(s.shape) * 8))
+        p.bound_steps.append(("act", s.out, (x,), ("none", 0.0, 0.0)))   # |gelu(v)| <= |v|
+    else:
+        raise unsupported(f"{op} has no step here")
+
+
+def _softmax(p, s):
+    """softmax over the last axis; fused_softmax's mask added first (a binary add into a buffer of
+    its own, or the post-op of the product that makes the scores). A mask may hold -inf (masked
+    places) and the largest negative numbers: it is not bounded as other values are. It is a
+    constant or an input of the program that only such softmaxes read, and a run needs it to hold
+    no NaN nor +inf, its largest value below ``LIMIT``, no row (along the softmax's axis) of -inf
+    only, and the scores' bound minus its smallest finite value short of f32's overflow. Then a
+    sum is -inf only where the mask is, no row of the softmax is NaN (exp(-inf - max) is 0 in
+    both), and ``nan_fill`` has nothing to replace. Otherwise ``run`` returns None and the nodes
+    run."""
+    x, mask = s.reads["x"], s.reads.get("mask")
+    axis = int(s.attrs["axis"]) % len(s.shape)
+    if axis != len(s.shape) - 1:
+        raise unsupported("a softmax over an axis that is not the last (oneDNN's reference code)")
+    if tuple(p.shape[x]) != s.shape:
+        raise unsupported("a softmax whose scores are broadcast by the mask")
+    source = plain(p, x)
+    md = desc(s.shape, s.dtype)
+    if mask is not None and id(s) not in p.masked:   # else the product that made x added it
+        mask_md, mask_arg = _mask(p, s, mask)
+        masked = ("masked", s.out)
+        p.md[masked] = md
+        p.buffer[masked] = aligned_empty(max(md.size, 64))
+        add = Primitive("dnnl_binary_primitive_desc_create", C.BINARY_ADD, md.handle, mask_md.handle, md.handle,
+                        None, keep=(md, mask_md))
+        p.calls.append((add, {C.ARG_SRC: p._arg(source), C.ARG_SRC_1: mask_arg, C.ARG_DST: ("buf", p.buffer[masked])},
+                        math.prod(s.shape)))
+        source = masked
+    prim = Primitive("dnnl_softmax_forward_primitive_desc_create", C.FORWARD_INFERENCE, C.SOFTMAX_ACCURATE,
+                     md.handle, md.handle, axis, None, keep=(md,))
+    _made(p, s)
+    p.calls.append((prim, {C.ARG_SRC: p._arg(source), C.ARG_DST: p._arg(s.out)}, math.prod(s.shape) * 8))
+    if mask is None:
+        p.bound_steps.append(("act", s.out, (x,), ("sigmoid", 0.0, 0.0)))   # at most 1
+    else:
+        p.bound_steps.append(("masked", s.out, (x, mask), None))
+
+
+def _mask(p, s, mask):
+    """(descriptor, argument) of fused_softmax ``s``'s mask, a constant or an input of the program
+    (see ``_softmax``)."""
+    if mask in p.constants:
+        c = p.constants[mask]
+        if not isinstance(c, np.ndarray) or c.dtype != s.dtype or c.ndim > len(s.shape):
+            raise unsupported("a softmax mask that is not a constant of the scores' dtype")
+        from .segment import _mask_range
+        found = _mask_range(c.astype(np.float32))
+        if found is None:
+            raise unsupported("a constant softmax mask holding NaN, +inf or a row of -inf")
+        hi, lo = found
+        c = np.ascontiguousarray(c).reshape((1,) * (len(s.shape) - c.ndim) + c.shape)
+        p.keep.append(c)
+        p.mask_ranges[mask] = (hi, lo)
+        return desc(c.shape, c.dtype), ("buf", c)
+    if mask in p.inputs and p.dtype[mask] == s.dtype and len(p.shape[mask]) <= len(s.shape):
+        if any(r.op != "fused_softmax" or r.reads.get("mask") != mask or r.reads.get("x") == mask
+               for r in p.readers.get(mask, ())):
+            raise unsupported("a softmax mask that other steps read")
+        p.masks.add(mask)
+        shape = (1,) * (len(s.shape) - len(p.shape[mask])) + tuple(p.shape[mask])
+        return desc(shape, s.dtype), p._arg(mask)
+    raise unsupported("a softmax mask made inside the program")
+
+
+def desc_strides(shape) -> list:
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(int(d), 1)
+    return out[::-1]
+
+
+def chain(p, s, i, steps, constants) -> list:
+    """The steps that a product (``s``, the ``i``-th step) takes as its post-ops, in order: each
+    alone reads the value before it (no output of the program): a GELU after a linear, a mul by a
+    scalar constant, an add of a value made before the product (or a constant) of the result's
+    shape, and, last, the mask add of a fused_softmax reading it (the softmax stays a step of its
+    own). Every post-op rounds as the node does: f32 products only."""
+    if s.dtype != np.float32:
+        return []
+    made_at = {st.out: k for k, st in enumerate(steps)}
+    two_values = s.op == "matmul" and s.reads.get("b") not in constants
+    out, items = s.out, []
+
+    def ready(name):   # made before the product, or from outside
+        return name in constants or made_at.get(name, -1) < i
+
+    def other(r):
+        a, b = r.reads.get("a"), r.reads.get("b")
+        return b if a == out else a if b == out else None
+    while True:
+        nxt = p.readers.get(out, [])
+        if len(nxt) != 1 or out in p.outputs or nxt[0].dtype != s.dtype:
+            break
+        r = nxt[0]
+        if r.op == "gelu" and not two_values and not items and r.attrs.get("approximate", "none") in GELU:
+            items.append(r)
+        elif r.op == "mul" and other(r) in constants and np.size(constants[other(r)]) == 1 \
+                and np.asarray(constants[other(r)]).dtype == s.dtype and r.shape == s.shape:
+            items.append(r)
+        elif r.op == "add" and other(r) is not None and other(r) != out and ready(other(r)) and r.shape == s.shape \
+                and _shape_of(p, other(r)) == r.shape:
+            items.append(r)
+        elif r.op == "fused_softmax" and two_values and r.reads.get("x") == out and r.reads.get("mask") is not None \
+                and ready(r.reads["mask"]) and r.shape == s.shape:
+            items.append(r)
+            break
+        else:
+            break
+        out = r.out
+    return items
+
+
+def _shape_of(p, name):
+    if name in p.constants:
+        return tuple(np.shape(p.constants[name]))
+    return tuple(p.shape.get(name) or ())
+
+
+def _post_ops(p, s, after, rows):
+    """The post-ops of ``after`` (``chain``) on a product of ``s``'s shape, read as ``rows`` rows
+    where given (a linear's 2-D view): (post-op list, {arg: source}, the value the product makes)."""
+    post, args, out, prev = [], {}, s.out, s.out
+    for r in after:
+        if r.op == "gelu":
+            post.append(_gelu(r))
+            p.bound_steps.append(("act", r.out, (prev,), ("gelu", 0.0, 0.0)))
+        elif r.op == "mul":
+            name = r.reads["b"] if r.reads.get("a") == prev else r.reads["a"]
+            alpha = float(np.asarray(p.constants[name]).reshape(-1)[0])
+            post.append(("eltwise", C.ELTWISE_LINEAR, alpha, -0.0))   # alpha * v + -0: alpha * v, -0 kept
+            p.constant_bounds[name] = abs(alpha)
+            p.bound_steps.append(("mul", r.out, (prev, name), None))
+        else:   # an add, or a fused_softmax's mask
+            if r.op == "add":
+                name = r.reads["b"] if r.reads.get("a") == prev else r.reads["a"]
+                arg, md = p._arg(plain(p, name)), desc((rows, s.shape[-1]) if rows is not None else s.shape, s.dtype)
+                p.bound_steps.append(("add", r.out, (prev, name), None))
+            else:
+                md, arg = _mask(p, r, r.reads["mask"])
+                p.masked.add(id(r))
+            args[C.ARG_ATTR_MULTIPLE_POST_OP_BASE * (len(post) + 1) | C.ARG_SRC_1] = arg
+            post.append(("binary", C.BINARY_ADD, md))
+            p.keep.append(md)
+        if r.op != "fused_softmax":
+            out = prev = r.out
+    return post, args, out
+
+
+def _product(p, s, after, constants):
+    """linear (x @ weight.T + bias, weight constant) or matmul (a @ b, b a value or a 2-D
+    constant), with the post-ops of ``after`` (``chain``)."""
+    after = after or []
+    if s.op == "linear":
+        x, w_name, b_name = s.reads["x"], s.reads.get("weight"), s.reads.get("bias")
+        w = constants.get(w_name)
+        if w is None or w.ndim != 2:
+            raise unsupported("a linear whose weight is not a constant")
+        weight = w.T   # (in, out), read in place
+    else:
+        x, b_value = s.reads["a"], s.reads["b"]
+        b_name = None
+        w = constants.get(b_value)
+        weight = w
+        if x in constants:
+            raise unsupported("a matmul of a constant first operand")
+    xs = p.shape[x]
+    if len(xs) < 2 or (w is not None and (w.dtype != s.dtype or p.dtype[x] != s.dtype)):
+        raise unsupported(f"{s.op} of these operands")
+    bias = constants.get(b_name) if b_name is not None else None
+    if b_name is not None and (bias is None or bias.dtype != s.dtype):
+        raise unsupported("a bias that is not a constant of the result's dtype")
+    compute = p.compute if s.dtype == np.float32 else "f32"
+    if w is not None:   # a constant weight of (in, out), reordered once into the layout oneDNN prefers
+        if weight.ndim != 2:
+            raise unsupported("a matmul by a constant of more than 2 dims")
+        k, n = weight.shape
+        rows = math.prod(xs[:-1])
+        if xs[-1] != k:
+            raise unsupported(f"{s.op} of mismatched inner dims")
+        source = plain(p, x)
+        post, post_args, out = _post_ops(p, s, after, rows)
+        attr = Attr(compute, post)
+        src_md, wei_md, dst_md = desc((rows, k), s.dtype), desc_any((k, n), s.dtype), desc((rows, n), s.dtype)
+        bias_md = desc((1, n), bias.dtype) if bias is not None else None
+        prim = Primitive("dnnl_matmul_primitive_desc_create", src_md.handle, wei_md.handle,
+                         bias_md.handle if bias_md else None, dst_md.handle, attr.handle,
+                         keep=(src_md, wei_md, bias_md, dst_md, attr))
+        from ._packed import packed_weight
+        packed = packed_weight(prim, weight)
+        p.keep += [w, weight, packed]
+        args = {C.ARG_SRC: p._arg(source), C.ARG_WEIGHTS: ("buf", packed)}
+        if bias is not None:
+            b = np.ascontiguousarray(bias).reshape(1, n)
+            p.keep.append(b)
+            args[C.ARG_BIAS] = ("buf", b)
+        sums = np.abs(weight.astype(np.float64)).sum(axis=0)   # into each output
+        facts = (float(sums.max()) if sums.size else 0.0, _largest(bias) if bias is not None else 0.0,
+                 ("none", 0.0, 0.0))
+        work = rows * k * n
+        bound = ("conv", s.out, (x, None), facts)
+    else:
+        other = s.reads["b"]
+        bs = p.shape[other]
+        if len(bs) != len(xs) or p.dtype[other] != s.dtype or p.dtype[x] != s.dtype:
+            raise unsupported("a matmul of operands of other ranks or dtypes")
+        post, post_args, out = _post_ops(p, s, after, None)
+        attr = Attr(compute, post)
+        prim = None
+        for strided in (True, False):   # a permutation read through its strides, else reordered first
+            first = x if strided and x in p.lazy else plain(p, x)
+            second = other if strided and other in p.lazy else plain(p, other)
+            src_md, wei_md, dst_md = p.md[first], p.md[second], desc(s.shape, s.dtype)
+            try:
+                prim = Primitive("dnnl_matmul_primitive_desc_create", src_md.handle, wei_md.handle, None,
+                                 dst_md.handle, attr.handle, keep=(src_md, wei_md, dst_md, attr))
+            except Exception:
+                prim = None
+            if prim is not None and not prim.impl.startswith("ref"):
+                break
+        if prim is None:
+            raise unsupported("oneDNN has no matmul for these operands")
+        args = {C.ARG_SRC: p._arg(first), C.ARG_WEIGHTS: p._arg(second)}
+        work = math.prod(s.shape) * xs[-1]
+        bound = ("matmul", s.out, (x, other), (xs[-1], "none"))
+    if prim.impl.startswith("ref"):
+        raise unsupported(f"oneDNN has no fast {s.op} for these shapes")
+    p.bound_steps.insert(len(p.bound_steps) - len([r for r in after if r.op != "fused_softmax"]), bound)
+    _made(p, s, out)
+    args.update(post_args)
+    args[C.ARG_DST] = p._arg(out)
+    p.calls.append((prim, args, work))
+
+
+def _layer_norm(p, s, constants):
+    x = s.reads["x"]
+    features = math.prod(s.attrs["normalized_shape"])
+    rows = math.prod(s.shape) // max(features, 1)
+    weight = constants.get(s.reads.get("weight")) if s.reads.get("weight") is not None else None
+    bias = constants.get(s.reads.get("bias")) if s.reads.get("bias") is not None else None
+    for name, a in (("weight", weight), ("bias", bias)):
+        if s.reads.get(name) is not None and a is None:
+            raise unsupported(f"a layer_norm whose {name} is not a constant")
+    source = plain(p, x)
+    md = desc((rows, features), s.dtype)
+    stats = desc((rows,), np.float32)
+    flags = (C.USE_SCALE if weight is not None else 0) | (C.USE_SHIFT if bias is not None else 0)
+    prim = Primitive("dnnl_layer_normalization_forward_primitive_desc_create", C.FORWARD_TRAINING, md.handle,
+                     md.handle, stats.handle, float(s.attrs["eps"]), flags, None, keep=(md, stats))
+    _made(p, s)
+    used = p.stats_used   # this layer norm's place in the program's statistics (``Program.stats``)
+    mean, var = p.stats[0, used:used + rows], p.stats[1, used:used + rows]
+    p.stats_used = used + rows
+    args = {C.ARG_SRC: p._arg(source), C.ARG_DST: p._arg(s.out), C.ARG_MEAN: ("buf", mean),
+            C.ARG_VARIANCE: ("buf", var)}
+    largest = 1.0
+    if weight is not None:
+        scale = np.ascontiguousarray(weight, np.float32).reshape(-1)
+        p.keep.append(scale)
+        args[C.ARG_SCALE] = ("buf", scale)
+        largest = _largest(scale)
+    if bias is not None:
+        shift = np.ascontiguousarray(bias, np.float32).reshape(-1)
+        p.keep.append(shift)
+        args[C.ARG_SHIFT] = ("buf", shift)
+    p.calls.append((prim, args, math.prod(s.shape) * 8))
+    p.row_checks.append((mean, var, source))
+    p.bound_steps.append(("norm", s.out, (x,), (features, largest, _largest(bias) if bias is not None else 0.0)))
+
+
+def binary(p, s, constants):
+    """add or mul whose second operand broadcasts, or is a constant, on plain values."""
+    a, b = s.reads.get("a"), s.reads.get("b")
+    if a is None or b is None:
+        raise unsupported(f"{s.op} without two operands")
+    if a in constants or tuple(p.shape.get(a) or ()) != s.shape:
+        a, b = b, a   # add and mul commute: the full-shape value first
+    if a in constants or tuple(p.shape.get(a) or ()) != s.shape or p.dtype[a] != s.dtype:
+        raise unsupported(f"{s.op} whose first operand is broadcast or constant")
+    first = plain(p, a)
+    if b in constants:
+        c = constants[b]
+        if c.dtype != s.dtype or c.ndim > len(s.shape):
+            raise unsupported(f"{s.op} of a constant of another dtype or rank")
+        c = np.ascontiguousarray(c).reshape((1,) * (len(s.shape) - c.ndim) + c.shape)
+        p.keep.append(c)
+        second_md, second_arg = desc(c.shape, c.dtype), ("buf", c)
+        p.constant_bounds[b] = _largest(c)
+    else:
+        if p.dtype[b] != s.dtype or len(p.shape[b]) > len(s.shape):
+            raise unsupported(f"{s.op} of operands of other dtypes or ranks")
+        second = plain(p, b)
+        shape = (1,) * (len(s.shape) - len(p.shape[b])) + tuple(p.shape[b])
+        second_md, second_arg = desc(shape, s.dtype), p._arg(second)
+    dst = desc(s.shape, s.dtype)
+    alg = C.BINARY_ADD if s.op == "add" else C.BINARY_MUL
+    prim = Primitive("dnnl_binary_primitive_desc_create", alg, dst.handle, second_md.handle, dst.handle, None,
+                     keep=(dst, second_md))
+    if prim.impl.startswith("ref"):
+        raise unsupported(f"oneDNN has no fast {s.op} for these shapes")
+    _made(p, s)
+    p.calls.append((prim, {C.ARG_SRC: p._arg(first), C.ARG_SRC_1: second_arg, C.ARG_DST: p._arg(s.out)},
+                    math.prod(s.shape)))
+    p.bound_steps.append((s.op, s.out, (a, b), None))
+
+
+def concat(p, s):
+    """concat of plain values along any axis."""
+    parts = s.reads.get("tensors")
+    if not isinstance(parts, list):
+        raise unsupported("a concat without its parts")
+    axis = int(s.attrs.get("axis", 0)) % len(s.shape)
+    sources = [plain(p, name) for name in parts]
+    mds = [desc(p.shape[name], p.dtype[name]) for name in parts]
+    import ctypes
+    handles = (ctypes.c_void_p * len(mds))(*[m.handle for m in mds])
+    dst = desc(s.shape, s.dtype)
+    prim = Primitive("dnnl_concat_primitive_desc_create", dst.handle, len(mds), axis, handles, None,
+                     keep=(mds, dst))
+    _made(p, s)
+    args = {C.ARG_MULTIPLE_SRC + i: p._arg(name) for i, name in enumerate(sources)}
+    args[C.ARG_DST] = p._arg(s.out)
+    p.calls.append((prim, args, math.prod(s.shape)))
+    p.bound_steps.append(("max", s.out, tuple(parts), None))

@@ -1,0 +1,248 @@
+"""A transformer's nodes executed as one oneDNN program (``polyeng/backends/onednn/segment_plain.py``):
+linear, matmul, layer_norm, softmax and fused_softmax, gelu, add and mul with broadcast and
+constant operands, reshape, permute_contiguous, split and host views join the programs; their
+results match the nodes run one by one; and what a program must not take (a mask holding -inf, a
+row of equal values under a layer norm, values whose products may overflow, a shape that changed)
+runs the nodes one by one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.amp import to_mixed_precision
+from polyeng.graph import fuse, trace
+
+pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available,
+                                reason="onednn is unavailable")
+
+RNG = np.random.default_rng(3)
+B, S, D, H = 4, 12, 32, 2
+
+
+def _w(*shape, scale=0.2):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+G, BETA = 1 + _w(D), _w(D)
+W_QKV, B_QKV, W_O, B_O = _w(3 * D, D), _w(3 * D), _w(D, D), _w(D)
+W_Q, W_K, W_V = _w(D, D), _w(D, D), _w(D, D)
+W1, B1, W2, B2, W_HEAD = _w(64, D), _w(64), _w(D, 64), _w(D), _w(5, D)
+SCALE = np.float32(0.25)
+MIN = np.finfo(np.float32).min
+
+
+def _block(x, q, k, v, mask):
+    """Attention over heads (q, k, v of (batch, heads, seq, head dim)), its projection, the MLP."""
+    s = polyeng.mul(polyeng.matmul(q, polyeng.permute_contiguous(k, (0, 1, 3, 2))), SCALE)
+    o = polyeng.matmul(polyeng.fused_softmax(s, mask, axis=-1, nan_fill=0.0), v)
+    o = polyeng.reshape(polyeng.permute_contiguous(o, (0, 2, 1, 3)), (-1, S, D))
+    x = polyeng.add(x, polyeng.linear(o, W_O, B_O))
+    h = polyeng.gelu(polyeng.linear(polyeng.layer_norm(x, (D,), G, BETA), W1, B1))
+    return polyeng.add(x, polyeng.linear(h, W2, B2))
+
+
+def vit_like(x, mask):
+    """One fused qkv projection split into q, k and v (the batch moves to the second dim), and the
+    class token's row (a strided view) through a head with a softmax."""
+    h = polyeng.layer_norm(x, (D,), G, BETA)
+    qkv = polyeng.reshape(polyeng.linear(h, W_QKV, B_QKV), (-1, S, 3, H, D // H))
+    parts = polyeng.split(polyeng.permute_contiguous(qkv, (2, 0, 3, 1, 4)), 1, axis=0)
+    q, k, v = (polyeng.reshape(t, (-1, H, S, D // H)) for t in parts)
+    x = _block(x, q, k, v, mask)
+    return polyeng.softmax(polyeng.linear(x[:, 0], W_HEAD), axis=-1), x
+
+
+def bert_like(x, mask):
+    """q, k and v from linears of their own, the batch first throughout."""
+    h = polyeng.layer_norm(x, (D,), G, BETA)
+
+    def heads(w):
+        return polyeng.permute_contiguous(polyeng.reshape(polyeng.linear(h, w), (-1, S, H, D // H)), (0, 2, 1, 3))
+    return _block(x, heads(W_Q), heads(W_K), heads(W_V), mask)
+
+
+X = RNG.standard_normal((B, S, D)).astype(np.float32)
+
+
+def _mask(value=MIN):
+    m = np.zeros((B, 1, 1, S), np.float32)
+    m[1:, ..., -3:] = value
+    return m
+
+
+def _tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+def _runs(fn, x, mask, planned_on=None):
+    """(a planned run's results, whether a program took them, the results of the nodes one by one,
+    the graph); the graph is traced and first run on ``planned_on`` (x, mask) when given."""
+    from polyeng.backends.onednn import segment
+    first = planned_on or (x, mask)
+    g = fuse(trace(fn, *first))
+    g(*first)
+    taken = []
+    real = segment.Program.run
+
+    def run(self, arrays, *rest):
+        out = real(self, arrays, *rest)
+        taken.append(out is not None)
+        return out
+    segment.Program.run = run
+    try:
+        got = _tuple(g(x, mask))
+    finally:
+        segment.Program.run = real
+    want = _tuple(fuse(trace(fn, *first), disable="onednn_programs")(x, mask))
+    return got, bool(taken) and all(taken), want, g
+
+
+def close(got, want, tol=2e-5):
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        scale = max(float(np.max(np.abs(w))), 1e-30)
+        assert float(np.max(np.abs(g.astype(np.float64) - w))) <= tol * scale
+
+
+def same(got, want):
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("fn", [vit_like, bert_like])
+def test_an_encoder_runs_as_one_program_and_matches_the_nodes(fn):
+    got, taken, want, g = _runs(fn, X, _mask())
+    assert taken
+    assert g._compiled().segment_spans == [(0, len(g._compiled().steps))]   # every node, the host view too
+    close(got, want)
+
+
+def test_a_gelu_after_a_linear_is_its_post_op():
+    from polyeng.backends.onednn import segment
+    _, taken, _, g = _runs(bert_like, X, _mask())
+    entry = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0]
+    program = entry.program.whole
+    gelus = [s for s in g._compiled().steps if s.node.op == "gelu"]
+    assert taken and len(gelus) == 1
+    # the linear's result is the gelu's: no value of the linear of its own
+    assert gelus[0].single in program.md
+    assert g._compiled().steps[[s.node.op for s in g._compiled().steps].index("gelu") - 1].single not in program.md
+    assert isinstance(program, segment.Program)
+
+
+def test_the_batch_first_encoder_runs_in_lanes_and_the_moved_batch_in_one(monkeypatch):
+    from polyeng.backends.onednn import lanes
+    monkeypatch.setattr(lanes, "threads_now", lambda: 2)
+    monkeypatch.setattr(lanes, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(lanes, "available_cores", lambda: 2)
+    monkeypatch.setattr(lanes.trials, "choose", lambda key, n: (n, False))   # the lanes where they build
+    for fn, count in ((bert_like, 2), (vit_like, 1)):
+        got, taken, want, g = _runs(fn, X, _mask())
+        entry = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0]
+        assert taken and len(entry.program._lanes[2]) == count, fn.__name__
+        close(got, want)
+
+
+def test_masks_with_masked_places_run_in_the_program_and_a_row_masked_whole_does_not():
+    for value in (MIN, -np.inf):   # the lowest number, or -inf, in some places of each row
+        got, taken, want, _ = _runs(bert_like, X, _mask(value), planned_on=(X, _mask()))
+        assert taken
+        close(got, want)
+    m = _mask(-np.inf)
+    m[0, ..., :] = -np.inf   # a row masked whole: NaN, which nan_fill makes 0
+    got, taken, want, _ = _runs(bert_like, X, m, planned_on=(X, _mask()))
+    assert not taken
+    same(got, want)
+    for bad in (np.nan, np.inf):
+        m = _mask()
+        m[2, 0, 0, 4] = bad
+        got, taken, want, _ = _runs(bert_like, X, m, planned_on=(X, _mask()))
+        assert not taken
+        same(got, want)
+
+
+def test_a_row_of_equal_values_under_a_layer_norm_runs_node_by_node():
+    x = X.copy()
+    x[1, 5, :] = 2.5   # its normalised row is exactly the bias on every engine
+    got, taken, want, _ = _runs(bert_like, x, _mask(), planned_on=(X, _mask()))
+    assert not taken
+    same(got, want)
+
+
+def scores(x, mask):
+    """Products of two values, whose bound is the bounds' product times the inner dim."""
+    s = polyeng.matmul(polyeng.mul(x, SCALE), polyeng.permute_contiguous(x, (0, 2, 1)))
+    return polyeng.gelu(polyeng.add(s, polyeng.reshape(mask, (B, 1, S))))
+
+
+@pytest.mark.parametrize("fn", [vit_like, scores])
+def test_values_that_may_overflow_run_node_by_node(fn):
+    got, taken, want, _ = _runs(fn, X, _mask())
+    assert taken
+    close(got, want)
+    got, taken, want, _ = _runs(fn, X * np.float32(1e17), _mask(), planned_on=(X, _mask()))
+    assert not taken
+    same(got, want)
+
+
+def test_a_view_whose_shape_argument_changed_runs_node_by_node():
+    from polyeng.graph.segments import Segment
+
+    class Never:
+        def run(self, arrays):
+            raise AssertionError("the program ran")
+    shape = np.array([4, 8], np.int64)
+    segment = Segment(Never(), 0, 2, [0], [1], [((4, 8), np.dtype(np.float32))], None,
+                      checks=[(2, ("<i8", (2,), shape.tobytes()))])
+    env = [np.zeros((4, 8), np.float32), None, np.array([8, 4], np.int64)]
+    assert segment.run(env) is False
+
+
+def test_the_bf16_mixed_precision_encoder_stays_within_one_percent():
+    g = to_mixed_precision(fuse(trace(bert_like, X, _mask())), "bfloat16")
+    g(X, _mask())
+    got = _tuple(g(X, _mask()))
+    want = _tuple(bert_like(X, _mask()))
+    for a, b in zip(got, want):
+        assert float(np.max(np.abs(a.astype(np.float32) - b))) <= 0.01 * float(np.max(np.abs(b)))
+
+
+def test_a_lane_never_reads_a_constant_with_the_batch_first():
+    """A host program's result (shape arithmetic, a constant to the program) may have the batch
+    first: a view of it in a lane would read the first images' rows in every lane."""
+    from polyeng.backends.onednn import lanes
+    from polyeng.backends.onednn.segment import Step, Unsupported
+    view = Step("view", {"x": "c"}, {"offset": 0, "strides": None}, "v", (B, S * D), None)
+    assert len(lanes.lane_steps([view], B, 2, {"c": _w(1, S * D)})) == 1   # broadcast along the batch
+    with pytest.raises(Unsupported, match="constant"):
+        lanes.lane_steps([view], B, 2, {"c": _w(B, S * D)})
+
+
+def test_a_run_whose_input_bounds_are_within_a_passed_run_skips_the_walk(monkeypatch):
+    from polyeng.backends.onednn import lanes, segment
+    monkeypatch.setattr(lanes, "threads_now", lambda: 1)   # one lane: one program run per call
+    g = fuse(trace(scores, X, _mask()))
+    g(X, _mask())
+    walks, taken = [], []
+    real_walk, real_run = segment.Program._walk, segment.Program.run
+
+    def walk(self, *args):
+        walks.append(True)
+        return real_walk(self, *args)
+
+    def run(self, arrays, *rest):
+        out = real_run(self, arrays, *rest)
+        taken.append(out is not None)
+        return out
+    segment.Program._walk, segment.Program.run = walk, run
+    try:
+        g(X, _mask())
+        assert taken == [True] and len(walks) == 1
+        g(X * np.float32(0.5), _mask())   # smaller bounds: no walk
+        assert taken == [True, True] and len(walks) == 1
+        big = g(X * np.float32(1e17), _mask())   # larger: walked, and turned down (the nodes ran)
+        assert taken == [True, True] and len(walks) == 2
+    finally:
+        segment.Program._walk, segment.Program.run = real_walk, real_run
+    same(_tuple(big), _tuple(fuse(trace(scores, X, _mask()), disable="onednn_programs")(X * np.float32(1e17), _mask())))
