@@ -213,10 +213,15 @@ def test_a_lane_never_reads_a_constant_with_the_batch_first():
     first: a view of it in a lane would read the first images' rows in every lane."""
     from polyeng.backends.onednn import lanes
     from polyeng.backends.onednn.segment import Step, Unsupported
-    view = Step("view", {"x": "c"}, {"offset": 0, "strides": None}, "v", (B, S * D), None)
+    view = Step("view", {"x": "c"}, {"offset": 0, "strides": None, "whole": True}, "v", (B, S * D), None)
     assert len(lanes.lane_steps([view], B, 2, {"c": _w(1, S * D)})) == 1   # broadcast along the batch
     with pytest.raises(Unsupported, match="constant"):
         lanes.lane_steps([view], B, 2, {"c": _w(B, S * D)})
+    # a weight whose first dim happens to be the batch is no image of it (a convolution of B output
+    # channels, a linear of B outputs): the lanes build
+    from polyeng.engine.call import Prepared
+    linear = Step("linear", {"x": "v", "weight": "w"}, {}, "y", (B, S, B), Prepared((B, S, B), np.float32))
+    assert len(lanes.lane_steps([linear], B, 2, {"w": _w(B, D)})) == 1
 
 
 def test_a_run_whose_input_bounds_are_within_a_passed_run_skips_the_walk(monkeypatch):
@@ -246,3 +251,30 @@ def test_a_run_whose_input_bounds_are_within_a_passed_run_skips_the_walk(monkeyp
     finally:
         segment.Program._walk, segment.Program.run = real_walk, real_run
     same(_tuple(big), _tuple(fuse(trace(scores, X, _mask()), disable="onednn_programs")(X * np.float32(1e17), _mask())))
+
+
+def rows_of_images(x, shift):
+    """The batch's rows flattened for a linear and back, and an input broadcast along the batch."""
+    h = polyeng.reshape(polyeng.layer_norm(polyeng.add(x, shift), (D,), G, BETA), (-1, D))   # (B * S, D)
+    h = polyeng.linear(polyeng.gelu(polyeng.linear(h, W1, B1)), W2, B2)
+    return polyeng.add(x, polyeng.reshape(h, (-1, S, D)))
+
+
+def halves(x, shift):
+    """The first of two halves of the rows: some images' rows, which no lane may take for its own."""
+    y = polyeng.reshape(polyeng.add(x, shift), (2 * B, S * D // 2))
+    return polyeng.gelu(polyeng.mul(y[:B], SCALE))   # a view of the first B rows
+
+
+@pytest.mark.parametrize("fn, count", [(rows_of_images, 2), (halves, 1)])
+def test_lanes_take_rows_of_images_and_inputs_broadcast_along_the_batch(monkeypatch, fn, count):
+    from polyeng.backends.onednn import lanes
+    monkeypatch.setattr(lanes, "threads_now", lambda: 2)
+    monkeypatch.setattr(lanes, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(lanes, "available_cores", lambda: 2)
+    monkeypatch.setattr(lanes.trials, "choose", lambda key, n: (n, False))
+    shift = _w(1, S, D)
+    got, taken, want, g = _runs(fn, X, shift)
+    entry = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0]
+    assert taken and len(entry.program._lanes[2]) == count
+    close(got, want)

@@ -125,7 +125,9 @@ def host_facts(step, kwargs, env):
     others = {name: (slot, _value_of(env[slot])) for name, slot in reads.items() if name != "x"}
     if any(value is None for _, value in others.values()):
         return None
-    attrs = {"offset": view[0], "strides": view[1], "reads_fixed": others}
+    # for lanes (``lanes._mixes_the_batch``): the input's row size and rows, whether it is all of it
+    attrs = {"offset": view[0], "strides": view[1], "reads_fixed": others, "item": x.size // x.shape[0],
+             "rows": x.shape[0], "whole": result.size == x.size}
     return ("view", {"x": reads["x"]}, attrs, tuple(result.shape), None, {reads["x"]: (tuple(x.shape), x.dtype)},
             x.dtype)
 
@@ -188,6 +190,7 @@ def _split_facts(step, args, plan):
         shape = tuple(x.shape[:axis]) + (size,) + tuple(x.shape[axis + 1:])
         contiguous = all(d == 1 for d in x.shape[:axis])
         attrs = {"offset": start * strides[axis], "strides": None if contiguous else tuple(strides),
+                 "item": x.size // x.shape[0], "rows": x.shape[0], "whole": len(sizes) == 1,
                  "reads_fixed": {}}
         out.append((("view", {"x": reads["x"]}, attrs, shape, None, {reads["x"]: (tuple(x.shape), x.dtype)},
                      x.dtype), slot))
@@ -319,6 +322,40 @@ def plan(program, entries, recorded, kept) -> list:
     return spans
 
 
+# the steps that may read an input of first dim 1 beside values with the batch: they broadcast it
+BROADCASTING = frozenset({"add", "mul", "fused_softmax"})
+
+
+def _lane_rows(steps, inputs, input_shapes, output_shapes):
+    """(batch, rows per image of each input then output) for lanes: the batch is the smallest first
+    dim above 1 of the inputs, each of whose first dims is a multiple of it, or 1 where only
+    broadcasting steps read it (each lane reads it whole); (1, None) where lanes cannot split."""
+    firsts = [shape[0] for shape in input_shapes if shape]
+    if len(firsts) != len(input_shapes) or not any(f > 1 for f in firsts):
+        return 1, None
+    n = min(f for f in firsts if f > 1)
+    rows = []
+    for name, f in zip(inputs, firsts):
+        if f == 1:
+            if any(s.op not in BROADCASTING for s in steps if name in _names(s.reads)):
+                return 1, None
+            rows.append(0)
+        elif f % n:
+            return 1, None
+        else:
+            rows.append(f // n)
+    for shape in output_shapes:
+        if not shape or shape[0] % n or not shape[0]:
+            return 1, None
+        rows.append(shape[0] // n)
+    return n, rows
+
+
+def _names(reads):
+    for value in reads.values():
+        yield from (value if isinstance(value, list) else [value])
+
+
 def _build(segment, program, recorded, readers, constants, kept, first, stop):
     """(program, input slots, output slots, input shapes), the index of a node that does not fit,
     or None."""
@@ -362,11 +399,12 @@ def _build(segment, program, recorded, readers, constants, kept, first, stop):
         built = segment.Program(steps, inputs, outputs, constants, {s: shapes[s][0] for s in inputs}, compute, dtypes)
     except segment.Unsupported as exc:
         return node_of[exc.index] if exc.index is not None else None
-    batch = {shapes[s][0][0] for s in inputs}
-    n = min(batch) if len(batch) == 1 else 1   # the batch lanes may split: every input's first dim
+    n, rows = _lane_rows(steps, inputs, [shapes[s][0] for s in inputs],
+                         [built.final_shape.get(o, built.shape[o]) for o in outputs])
 
     def lane(size):
         return segment.Program(lanes.lane_steps(steps, n, size, constants), inputs, outputs, constants,
-                               {s: (size,) + tuple(shapes[s][0][1:]) for s in inputs}, compute, dtypes)
-    built = lanes.Lanes(built, lane, max(n, 1))
+                               {s: (size * m,) + tuple(shapes[s][0][1:]) if m else shapes[s][0]
+                                for s, m in zip(inputs, rows)}, compute, dtypes)
+    built = lanes.Lanes(built, lane, max(n, 1), rows)
     return built, inputs, outputs, [shapes[s] for s in inputs], list(checks.items())

@@ -14,9 +14,14 @@ program of many small primitives can be slower in lanes. Each program's first ca
 run alternately whole and in lanes (the trials of ``engine/thread_trials.py``, lanes in the
 place of the budget), and it keeps the faster; the trials run again after 4,096 calls.
 
-A program runs in lanes when every input has the batch (its first dimension) of at least 2, the
-budget (``threads_now``: less while other processes keep cores busy) is at least 2, and a
-program builds for each part. The results are written into the parts of one array per output,
+A program runs in lanes when its inputs have the batch (their first dimension, of at least 2)
+first, or whole rows of each image there (a transformer's (batch x sequence, features)), or
+are broadcast along it (a first dim of 1, read whole by every lane, by add, mul and a softmax's
+mask only); when every value it makes has the batch's images, or their rows, first, and no step
+reads across them (a concat, softmax or layer norm along the batch, a permutation moving it, a
+product of 2-D values, a view of some images' rows, a constant with more than one image); when
+the budget (``threads_now``: less while other processes keep cores busy) is at least 2; and when
+a program builds for each part. The results are written into the parts of one array per output,
 and are what the whole program gives, but for a convolution oneDNN computes in another order at
 another batch (a few units in the last place).
 """
@@ -93,29 +98,43 @@ def lane_steps(steps, batch: int, size: int, constants=None) -> list:
     the batch (which a lane would read from its start) is turned down."""
     out = []
     for s in steps:
-        if not s.shape or s.shape[0] != batch or _mixes_the_batch(s):
-            raise Unsupported(f"{s.op} makes a value whose first dim is not the batch")
-        for name in _read_names(s):
-            c = (constants or {}).get(name)
-            if isinstance(c, np.ndarray) and c.ndim and c.shape[0] == batch and batch > 1:
-                raise Unsupported(f"{s.op} reads a constant of the batch's first dim")
+        rows, rest = divmod(s.shape[0], batch) if s.shape else (0, 1)   # rows of each image
+        geometry = s.prepared.__dict__.get("geometry") if s.prepared is not None else None
+        if not rows or rest or _mixes_the_batch(s) or (rows != 1 and geometry is not None):
+            raise Unsupported(f"{s.op} makes a value whose first dim is not the batch (or rows of it)")
+        if batch > 1 and any(_batch_like(s, arg, name, (constants or {}).get(name), batch)
+                             for arg, name in _data_reads(s)):
+            raise Unsupported(f"{s.op} reads a constant of the batch's first dim")
         if s.prepared is None:   # a view (``segment_plain.py``): of the same bytes at any batch
             prepared = None
         else:
             prepared = Prepared.__new__(Prepared)   # a copy with this size (no fact computed for it)
             prepared.__dict__.update(s.prepared.__dict__)
             prepared._later = dict(s.prepared.__dict__.get("_later", {}))   # its own facts still to compute
-            prepared.shape = (size,) + tuple(s.prepared.shape[1:])
-            geometry = s.prepared.__dict__.get("geometry")
+            prepared.shape = (rows * size,) + tuple(s.prepared.shape[1:])
             if geometry is not None and hasattr(geometry, "batch"):
                 prepared.geometry = geometry._replace(batch=size)
-        out.append(Step(s.op, s.reads, s.attrs, s.out, (size,) + tuple(s.shape[1:]), prepared, s.dtype))
+        out.append(Step(s.op, s.reads, s.attrs, s.out, (rows * size,) + tuple(s.shape[1:]), prepared, s.dtype))
     return out
 
 
-def _read_names(s):
-    for value in s.reads.values():
-        yield from (value if isinstance(value, list) else [value])
+# the arguments a step reads as data, whose first dim a lane would slice (not weights nor biases)
+DATA = frozenset({"x", "a", "b", "tensors", "mask", "residual"})
+
+
+def _data_reads(s):
+    for arg, value in s.reads.items():
+        if arg in DATA:
+            yield from ((arg, v) for v in (value if isinstance(value, list) else [value]))
+
+
+def _batch_like(s, arg, name, c, batch) -> bool:
+    """Whether constant ``c``, read by ``s`` as ``arg``, has the batch's images first: a view's
+    input of that first dim, or an operand of the result's rank with it (a convolution's weight,
+    a linear's, a broadcast operand of fewer dims are not)."""
+    if not isinstance(c, np.ndarray) or not c.ndim or c.shape[0] == 1:   # broadcast along the batch
+        return False
+    return s.op in ("view", "reshape") or c.ndim == len(s.shape)
 
 
 def _mixes_the_batch(s) -> bool:
@@ -128,8 +147,12 @@ def _mixes_the_batch(s) -> bool:
         return int(s.attrs["dims"][0]) % rank != 0
     if s.op == "layer_norm":
         return len(s.attrs["normalized_shape"]) >= rank
-    if s.op == "view":   # a part of its input: its offset and strides are the whole batch's
-        return bool(s.attrs["offset"]) or s.attrs["strides"] is not None
+    if s.op == "view":   # a part of its input: a lane's where it is a part of each image of it
+        strides, offset, item = s.attrs["strides"], s.attrs["offset"], s.attrs.get("item")
+        if strides is None:   # a reshape (all of its input); a contiguous part is some images' rows
+            return not (s.attrs.get("whole") and offset == 0)
+        # a part of each row (of the input's rows, as many): a row's items
+        return item is None or strides[0] != item or not 0 <= offset < item or s.shape[0] != s.attrs.get("rows")
     return s.op == "matmul" and rank <= 2
 
 
@@ -154,8 +177,12 @@ class Lanes:
     and the batch); while the machine's load leaves fewer threads, several lanes run one after
     another on each."""
 
-    def __init__(self, whole, build, batch: int):
+    def __init__(self, whole, build, batch: int, rows=None):
+        """``rows``: per input, then per output, the rows of its first dim per image (0: an input
+        read whole by every lane, one broadcast along the batch); 1 each when not given."""
         self.whole, self._build, self.batch = whole, build, batch
+        count = len(whole.inputs) + len(whole.outputs)
+        self.rows = list(rows) if rows is not None else [1] * count
         self._lanes: dict = {}   # lane count -> [(start, stop, program)], or None where one does not build
         self._lock = threading.Lock()
         self._building = threading.Lock()
@@ -179,8 +206,8 @@ class Lanes:
         if lanes is None:
             return self.whole.run(arrays)
         one = self._one
-        if budget < 2:   # one thread: the whole program in one compiled loop
-            return self._in_lanes(one, arrays, 1)
+        if budget < 2:   # one thread: the lanes one after another, each in the compiled loop (a CNN's
+            return self._in_lanes(lanes, arrays, 1)   # smaller batches ran faster than the whole: 1.3 ms against 2.2)
         if len(lanes) > 1:   # the lanes, or the whole program in the compiled loop on one thread
             key = (id(self), budget)
             choice, timed = trials.choose(key, budget)
@@ -237,7 +264,9 @@ class Lanes:
                     if start is None:
                         part = (list(arrays), outs)
                     else:
-                        part = ([a[start:stop] for a in arrays], [o[start:stop] for o in outs])
+                        n = len(arrays)
+                        part = ([a[start * m:stop * m] if m else a for a, m in zip(arrays, self.rows)],
+                                [o[start * m:stop * m] for o, m in zip(outs, self.rows[n:])])
                     ok = program.run(*part, 1, True) is not None and ok
                 return ok
             groups = _groups(lanes, threads)
