@@ -214,9 +214,11 @@ def test_a_lane_never_reads_a_constant_with_the_batch_first():
     from polyeng.backends.onednn import lanes
     from polyeng.backends.onednn.segment import Step, Unsupported
     view = Step("view", {"x": "c"}, {"offset": 0, "strides": None, "whole": True}, "v", (B, S * D), None)
-    assert len(lanes.lane_steps([view], B, 2, {"c": _w(1, S * D)})) == 1   # broadcast along the batch
-    with pytest.raises(Unsupported, match="constant"):
-        lanes.lane_steps([view], B, 2, {"c": _w(B, S * D)})
+    for shape in ((B, S * D), (1, B * S * D)):   # a lane reads a view's bytes from the start, in its own shape
+        with pytest.raises(Unsupported, match="constant"):
+            lanes.lane_steps([view], B, 2, {"c": _w(*shape)})
+    add = Step("add", {"a": "v", "b": "c"}, {}, "y", (B, S * D), None)   # broadcast along the batch: whole
+    assert len(lanes.lane_steps([add], B, 2, {"c": _w(1, S * D)})) == 1
     # a weight whose first dim happens to be the batch is no image of it (a convolution of B output
     # channels, a linear of B outputs): the lanes build
     from polyeng.engine.call import Prepared
@@ -278,3 +280,34 @@ def test_lanes_take_rows_of_images_and_inputs_broadcast_along_the_batch(monkeypa
     entry = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0]
     assert taken and len(entry.program._lanes[2]) == count
     close(got, want)
+
+
+def with_positions(x, positions):
+    """An input of (sequence, features) added to (batch, sequence, features): aligned from the
+    right, its first dim is the sequence's, which no lane may split as images."""
+    return polyeng.gelu(polyeng.linear(polyeng.layer_norm(polyeng.add(x, positions), (D,), G, BETA), W1, B1))
+
+
+def test_an_input_aligned_from_the_right_keeps_the_program_in_one_lane(monkeypatch):
+    from polyeng.backends.onednn import lanes
+    monkeypatch.setattr(lanes, "threads_now", lambda: 2)
+    monkeypatch.setattr(lanes, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(lanes, "available_cores", lambda: 2)
+    monkeypatch.setattr(lanes.trials, "choose", lambda key, n: (n, False))
+    x = RNG.standard_normal((S, S, D)).astype(np.float32)   # the batch as long as the sequence
+    got, taken, want, g = _runs(with_positions, x, _w(S, D, scale=3.0))
+    entry = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0]
+    assert taken and entry.program.batch == 1
+    close(got, want)
+
+
+def total(x, mask):
+    """A view of a 0-d value (a sum, indexed with None) between products."""
+    h = polyeng.gelu(polyeng.linear(x, W_Q))
+    s = polyeng.sum(polyeng.gelu(polyeng.linear(h, W_K)))
+    return polyeng.mul(h, s[None])
+
+
+def test_a_view_of_a_0d_value_runs_node_by_node_within_rounding():
+    got, _, want, _ = _runs(total, X, _mask())
+    close(got, want, 1e-5)

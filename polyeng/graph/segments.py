@@ -110,7 +110,7 @@ def host_facts(step, kwargs, env):
     if type(x) is not np.ndarray or type(result) is not np.ndarray or "x" not in reads or step.nested:
         return None
     if x.dtype not in TYPES or result.dtype != x.dtype or x.size == 0 or result.size == 0 \
-            or not 1 <= result.ndim <= 6:
+            or not 1 <= result.ndim <= 6 or not 1 <= x.ndim <= 6:
         return None
     if op in RESHAPES and result.size == x.size:
         view = (0, None)   # numpy copies a strided input: in a program the input lies row-major
@@ -324,9 +324,12 @@ def plan(program, entries, recorded, kept) -> list:
 
 # the steps that may read an input of first dim 1 beside values with the batch: they broadcast it
 BROADCASTING = frozenset({"add", "mul", "fused_softmax"})
+# the steps that align an operand's dims from the right (numpy's broadcasting, a product's batch
+# dims): an input they read has the images first only where it has the result's rank and first dim
+ALIGNED = frozenset({"add", "mul", "fused_softmax", "matmul", "concat"})
 
 
-def _lane_rows(steps, inputs, input_shapes, output_shapes):
+def _lane_rows(steps, inputs, input_shapes, output_shapes, shapes, constants):
     """(batch, rows per image of each input then output) for lanes: the batch is the smallest first
     dim above 1 of the inputs, each of whose first dims is a multiple of it, or 1 where only
     broadcasting steps read it (each lane reads it whole); (1, None) where lanes cannot split."""
@@ -335,9 +338,10 @@ def _lane_rows(steps, inputs, input_shapes, output_shapes):
         return 1, None
     n = min(f for f in firsts if f > 1)
     rows = []
-    for name, f in zip(inputs, firsts):
+    for name, shape, f in zip(inputs, input_shapes, firsts):
+        readers = [s for s in steps if name in _names(s.reads)]
         if f == 1:
-            if any(s.op not in BROADCASTING for s in steps if name in _names(s.reads)):
+            if any(s.op not in BROADCASTING for s in readers):
                 return 1, None
             rows.append(0)
         elif f % n:
@@ -348,6 +352,15 @@ def _lane_rows(steps, inputs, input_shapes, output_shapes):
         if not shape or shape[0] % n or not shape[0]:
             return 1, None
         rows.append(shape[0] // n)
+    for s in steps:   # an operand aligned from the right has the images first only at the result's rank
+        if s.op not in ALIGNED:
+            continue
+        for name in _names(s.reads):
+            shape = shapes.get(name)
+            if name in constants or shape is None or (name in inputs and shape[0] == 1):
+                continue   # a constant is never split; an input of first dim 1 is read whole
+            if len(shape) != len(s.shape) or shape[0] != s.shape[0]:
+                return 1, None   # not rows of images: a position table of (sequence, features), say
     return n, rows
 
 
@@ -400,7 +413,7 @@ def _build(segment, program, recorded, readers, constants, kept, first, stop):
     except segment.Unsupported as exc:
         return node_of[exc.index] if exc.index is not None else None
     n, rows = _lane_rows(steps, inputs, [shapes[s][0] for s in inputs],
-                         [built.final_shape.get(o, built.shape[o]) for o in outputs])
+                         [built.final_shape.get(o, built.shape[o]) for o in outputs], built.shape, constants)
 
     def lane(size):
         return segment.Program(lanes.lane_steps(steps, n, size, constants), inputs, outputs, constants,

@@ -129,12 +129,14 @@ def _data_reads(s):
 
 
 def _batch_like(s, arg, name, c, batch) -> bool:
-    """Whether constant ``c``, read by ``s`` as ``arg``, has the batch's images first: a view's
-    input of that first dim, or an operand of the result's rank with it (a convolution's weight,
-    a linear's, a broadcast operand of fewer dims are not)."""
-    if not isinstance(c, np.ndarray) or not c.ndim or c.shape[0] == 1:   # broadcast along the batch
+    """Whether constant ``c``, read by ``s`` as ``arg``, may have the batch's images first: any
+    view's input, or an operand of the result's rank not broadcast along the batch (a
+    convolution's weight, a linear's, a broadcast operand of fewer dims are not)."""
+    if not isinstance(c, np.ndarray):
         return False
-    return s.op in ("view", "reshape") or c.ndim == len(s.shape)
+    if s.op in ("view", "reshape"):   # a lane would read its bytes from the start, in the lane's shape
+        return True
+    return c.ndim == len(s.shape) and c.shape[0] != 1   # not broadcast along the batch
 
 
 def _mixes_the_batch(s) -> bool:
@@ -206,8 +208,8 @@ class Lanes:
         if lanes is None:
             return self.whole.run(arrays)
         one = self._one
-        if budget < 2:   # one thread: the lanes one after another, each in the compiled loop (a CNN's
-            return self._in_lanes(lanes, arrays, 1)   # smaller batches ran faster than the whole: 1.3 ms against 2.2)
+        if budget < 2:   # one thread: the whole program in one compiled loop
+            return self._in_lanes(one, arrays, 1)
         if len(lanes) > 1:   # the lanes, or the whole program in the compiled loop on one thread
             key = (id(self), budget)
             choice, timed = trials.choose(key, budget)
