@@ -2,6 +2,7 @@
 kernels of its own to run the engine test suite on."""
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -233,3 +234,21 @@ def sample_values(shape, dtype, seed=0):
     if np.dtype(dtype).kind in "iu":
         return rng.integers(0, 100, shape).astype(dtype)
     return (rng.standard_normal(shape) * 10).astype(dtype)
+
+
+@contextlib.contextmanager
+def programs_taken():
+    """Within the block, whether each oneDNN program run (``segment.Program.run``, a lane's too)
+    took its values (True) or left them to the nodes (False), in order."""
+    from polyeng.backends.onednn import segment
+    taken, real = [], segment.Program.run
+
+    def run(self, arrays, *rest):
+        out = real(self, arrays, *rest)
+        taken.append(out is not None)
+        return out
+    segment.Program.run = run
+    try:
+        yield taken
+    finally:
+        segment.Program.run = real

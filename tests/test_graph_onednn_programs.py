@@ -12,6 +12,7 @@ import pytest
 
 import polyeng
 from polyeng.graph import fuse, trace
+from support import programs_taken
 
 pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available,
                                 reason="onednn is unavailable")
@@ -240,21 +241,10 @@ def test_an_empty_batch_runs_node_by_node(program_runs):
 
 def _program_vs_nodes(fn, x):
     """(program result, node-by-node result, programs taken) of ``fn`` traced on ``x``, run twice."""
-    from polyeng.backends.onednn import segment
     g = fuse(trace(fn, x))
     g(x)
-    taken = []
-    real = segment.Program.run
-
-    def run(self, arrays, *rest):
-        out = real(self, arrays, *rest)
-        taken.append(out is not None)
-        return out
-    segment.Program.run = run
-    try:
+    with programs_taken() as taken:
         got = g(x)
-    finally:
-        segment.Program.run = real
     return got, fuse(trace(fn, x), disable="onednn_programs")(x), any(taken)
 
 

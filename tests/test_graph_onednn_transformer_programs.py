@@ -12,6 +12,7 @@ import pytest
 import polyeng
 from polyeng.amp import to_mixed_precision
 from polyeng.graph import fuse, trace
+from support import programs_taken
 
 pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available,
                                 reason="onednn is unavailable")
@@ -78,22 +79,11 @@ def _tuple(out):
 def _runs(fn, x, mask, planned_on=None):
     """(a planned run's results, whether a program took them, the results of the nodes one by one,
     the graph); the graph is traced and first run on ``planned_on`` (x, mask) when given."""
-    from polyeng.backends.onednn import segment
     first = planned_on or (x, mask)
     g = fuse(trace(fn, *first))
     g(*first)
-    taken = []
-    real = segment.Program.run
-
-    def run(self, arrays, *rest):
-        out = real(self, arrays, *rest)
-        taken.append(out is not None)
-        return out
-    segment.Program.run = run
-    try:
+    with programs_taken() as taken:
         got = _tuple(g(x, mask))
-    finally:
-        segment.Program.run = real
     want = _tuple(fuse(trace(fn, *first), disable="onednn_programs")(x, mask))
     return got, bool(taken) and all(taken), want, g
 
@@ -231,27 +221,19 @@ def test_a_run_whose_input_bounds_are_within_a_passed_run_skips_the_walk(monkeyp
     monkeypatch.setattr(lanes, "threads_now", lambda: 1)   # one lane: one program run per call
     g = fuse(trace(scores, X, _mask()))
     g(X, _mask())
-    walks, taken = [], []
-    real_walk, real_run = segment.Program._walk, segment.Program.run
+    walks, real_walk = [], segment.Program._walk
 
     def walk(self, *args):
         walks.append(True)
         return real_walk(self, *args)
-
-    def run(self, arrays, *rest):
-        out = real_run(self, arrays, *rest)
-        taken.append(out is not None)
-        return out
-    segment.Program._walk, segment.Program.run = walk, run
-    try:
+    monkeypatch.setattr(segment.Program, "_walk", walk)
+    with programs_taken() as taken:
         g(X, _mask())
         assert taken == [True] and len(walks) == 1
         g(X * np.float32(0.5), _mask())   # smaller bounds: no walk
         assert taken == [True, True] and len(walks) == 1
         big = g(X * np.float32(1e17), _mask())   # larger: walked, and turned down (the nodes ran)
         assert taken == [True, True] and len(walks) == 2
-    finally:
-        segment.Program._walk, segment.Program.run = real_walk, real_run
     same(_tuple(big), _tuple(fuse(trace(scores, X, _mask()), disable="onednn_programs")(X * np.float32(1e17), _mask())))
 
 

@@ -185,10 +185,10 @@ def _split_facts(step, args, plan):
             or list(step.out) != list(range(len(sizes))) or 0 in sizes:
         return None
     strides = [int(np.prod(x.shape[i + 1:])) for i in range(x.ndim)]
+    contiguous = all(d == 1 for d in x.shape[:axis])   # every piece a run of x's bytes
     out, start = [], 0
     for size, slot in zip(sizes, step.out_slots):
         shape = tuple(x.shape[:axis]) + (size,) + tuple(x.shape[axis + 1:])
-        contiguous = all(d == 1 for d in x.shape[:axis])
         attrs = {"offset": start * strides[axis], "strides": None if contiguous else tuple(strides),
                  "item": x.size // x.shape[0], "rows": x.shape[0], "whole": len(sizes) == 1,
                  "reads_fixed": {}}
@@ -336,12 +336,12 @@ def _lane_rows(steps, inputs, input_shapes, output_shapes, shapes, constants):
     firsts = [shape[0] for shape in input_shapes if shape]
     if len(firsts) != len(input_shapes) or not any(f > 1 for f in firsts):
         return 1, None
+    from ..backends.onednn.segment import _names
     n = min(f for f in firsts if f > 1)
     rows = []
-    for name, shape, f in zip(inputs, input_shapes, firsts):
-        readers = [s for s in steps if name in _names(s.reads)]
+    for name, f in zip(inputs, firsts):
         if f == 1:
-            if any(s.op not in BROADCASTING for s in readers):
+            if any(s.op not in BROADCASTING for s in steps if name in _names(s.reads)):
                 return 1, None
             rows.append(0)
         elif f % n:
@@ -364,33 +364,32 @@ def _lane_rows(steps, inputs, input_shapes, output_shapes, shapes, constants):
     return n, rows
 
 
-def _names(reads):
-    for value in reads.values():
-        yield from (value if isinstance(value, list) else [value])
-
-
 def _build(segment, program, recorded, readers, constants, kept, first, stop):
     """(program, input slots, output slots, input shapes), the index of a node that does not fit,
     or None."""
     steps, made, shapes, node_of, checks = [], set(), {}, [], {}   # node_of: each step's node
     constants = dict(constants)
+
+    def checked(fixed) -> bool:
+        """Whether the (slot, value) pairs a node was planned with hold on every run: constants,
+        or made before the program and compared on each run (``Segment.checks``); not made in it."""
+        for slot, value in fixed:
+            if slot in made:
+                return False
+            if slot not in constants:
+                checks[slot] = value
+        return True
     for i in range(first, stop):
         found = recorded[i]
         if found[0] == "shapes":   # no step: its results are constants of the program
-            for slot, value in found[2].items():   # its small inputs, checked on each run
-                if slot in made:
-                    return i
-                if slot not in constants:
-                    checks[slot] = value
+            if not checked(found[2].items()):   # its small inputs
+                return i
             constants.update(found[1])
             continue
         for one, out in (found if isinstance(found, list) else [(found, program.steps[i].single)]):
             op, reads, attrs, shape, prepared, read_shapes, dtype = one
-            for slot, value in attrs.get("reads_fixed", {}).values():
-                if slot in made:
-                    return i   # a view whose shape argument may change from run to run
-                if slot not in constants:
-                    checks[slot] = value
+            if not checked(attrs.get("reads_fixed", {}).values()):   # a view's shape argument
+                return i
             steps.append(segment.Step(op, reads, attrs, out, shape, prepared, dtype))
             node_of.append(i)
             shapes.update(read_shapes)

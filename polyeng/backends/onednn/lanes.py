@@ -102,8 +102,7 @@ def lane_steps(steps, batch: int, size: int, constants=None) -> list:
         geometry = s.prepared.__dict__.get("geometry") if s.prepared is not None else None
         if not rows or rest or _mixes_the_batch(s) or (rows != 1 and geometry is not None):
             raise Unsupported(f"{s.op} makes a value whose first dim is not the batch (or rows of it)")
-        if batch > 1 and any(_batch_like(s, arg, name, (constants or {}).get(name), batch)
-                             for arg, name in _data_reads(s)):
+        if batch > 1 and any(_batch_like(s, (constants or {}).get(name)) for name in _data_reads(s)):
             raise Unsupported(f"{s.op} reads a constant of the batch's first dim")
         if s.prepared is None:   # a view (``segment_plain.py``): of the same bytes at any batch
             prepared = None
@@ -123,13 +122,14 @@ DATA = frozenset({"x", "a", "b", "tensors", "mask", "residual"})
 
 
 def _data_reads(s):
+    """The values ``s`` reads as data."""
     for arg, value in s.reads.items():
         if arg in DATA:
-            yield from ((arg, v) for v in (value if isinstance(value, list) else [value]))
+            yield from (value if isinstance(value, list) else [value])
 
 
-def _batch_like(s, arg, name, c, batch) -> bool:
-    """Whether constant ``c``, read by ``s`` as ``arg``, may have the batch's images first: any
+def _batch_like(s, c) -> bool:
+    """Whether constant ``c``, read by ``s`` as data, may have the batch's images first: any
     view's input, or an operand of the result's rank not broadcast along the batch (a
     convolution's weight, a linear's, a broadcast operand of fewer dims are not)."""
     if not isinstance(c, np.ndarray):
@@ -260,13 +260,14 @@ class Lanes:
                 return None
             outs = [np.empty(shape, dtype) for shape, dtype in self.outputs_as]
 
+            n = len(arrays)
+
             def run_group(group):
                 ok = True
                 for start, stop, program in group:
                     if start is None:
                         part = (list(arrays), outs)
                     else:
-                        n = len(arrays)
                         part = ([a[start * m:stop * m] if m else a for a, m in zip(arrays, self.rows)],
                                 [o[start * m:stop * m] for o, m in zip(outs, self.rows[n:])])
                     ok = program.run(*part, 1, True) is not None and ok

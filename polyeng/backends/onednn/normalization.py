@@ -90,15 +90,27 @@ def layer_norm(p, x, normalized_shape, weight, bias, eps):
     return out
 
 
+def may_be_constant(mean, var):
+    """Which rows' statistics leave them in doubt: a variance within rounding of the mean's
+    magnitude (a bool per row)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return var <= np.square(np.abs(mean) * np.float32(2.0 ** -10))
+
+
+def constant_rows(x, mean, var) -> np.ndarray:
+    """The indices of the rows of 2-D ``x`` whose values are all equal, of those its layer norm's
+    ``mean`` and ``var`` leave in doubt (only those are read)."""
+    candidates = np.flatnonzero(may_be_constant(mean, var))
+    if candidates.size == 0:
+        return candidates
+    rows = x[candidates]
+    return candidates[(rows == rows[:, :1]).all(axis=1)]
+
+
 def _constant_rows(x, out, mean, var, weight, bias, eps) -> None:
     """Rows of ``x`` whose values are all equal get ``0 / sqrt(eps) * weight + bias`` in ``out``
     (see above; NaN when eps is 0, as BASIC's)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        candidates = np.flatnonzero(var <= np.square(np.abs(mean) * np.float32(2.0 ** -10)))
-    if candidates.size == 0:
-        return
-    rows = x[candidates]
-    constant = candidates[(rows == rows[:, :1]).all(axis=1)]
+    constant = constant_rows(x, mean, var)
     if constant.size == 0:
         return
     with np.errstate(invalid="ignore", divide="ignore"):

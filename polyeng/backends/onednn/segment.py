@@ -28,7 +28,6 @@ import ctypes
 import math
 import threading
 
-import ml_dtypes
 import numpy as np
 
 from . import _constants as C
@@ -39,10 +38,11 @@ from ._packed import packed_weight
 from ._threads import threads_for
 from . import conv, segment_plain
 from .fused import POST_OPS
+from .normalization import constant_rows, may_be_constant
 from .pooling import _kind as pooling_kind, _padding_right
 
 F32 = np.dtype(np.float32)
-TYPES = (F32, np.dtype(ml_dtypes.bfloat16))   # the storage a program holds (bf16: a mixed precision graph's)
+TYPES = segment_plain.TYPES   # the storage a program holds: f32, and bf16 (a mixed precision graph's)
 TINY = float(np.finfo(np.float32).tiny)   # the smallest normal f32
 # the magnitude from which a sum rounds to an f32 infinity: the largest f32 plus half its unit
 SUM_TO_INF = float(np.finfo(np.float32).max) + 2.0 ** 103
@@ -594,20 +594,13 @@ class Program:
         """False where a layer norm's row may hold equal values (``segment_plain.py``)."""
         if not self.row_checks:
             return True
-        mean, var = self.stats[0, :self.stats_used], self.stats[1, :self.stats_used]
-        with np.errstate(over="ignore", invalid="ignore"):
-            if not (var <= np.square(mean * np.float32(2.0 ** -10))).any():   # no row of any layer norm
-                return True
+        if not may_be_constant(self.stats[0, :self.stats_used], self.stats[1, :self.stats_used]).any():
+            return True   # no row of any layer norm in doubt: one check
         for mean, var, source in self.row_checks:
-            with np.errstate(over="ignore", invalid="ignore"):
-                candidates = np.flatnonzero(var <= np.square(np.abs(mean) * np.float32(2.0 ** -10)))
-            if candidates.size == 0:
-                continue
             kind, value = self._arg(source)
-            dtype, count = self.dtype[source], mean.size
-            values = (value.view(dtype)[:math.prod(self.shape[source])] if kind == "buf" else arrays[value])
-            rows = values.reshape(count, -1)[candidates]
-            if (rows == rows[:, :1]).all(axis=1).any():
+            values = (value.view(self.dtype[source])[:math.prod(self.shape[source])] if kind == "buf"
+                      else arrays[value])
+            if constant_rows(values.reshape(mean.size, -1), mean, var).size:
                 return False
         return True
 

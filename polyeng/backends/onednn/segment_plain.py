@@ -31,16 +31,19 @@ the nodes run it (``layer_norm`` on ONEDNN checks the same rows, ``normalization
 """
 from __future__ import annotations
 
+import ctypes
 import math
 
+import ml_dtypes
 import numpy as np
 
 from . import _constants as C
-from ._primitive import Attr, Primitive, aligned_empty, desc, desc_any, reorder
+from ._primitive import Attr, Primitive, aligned_empty, c_strides, desc, desc_any, reorder
 
 GELU = {"none": C.ELTWISE_GELU_ERF, "tanh": C.ELTWISE_GELU_TANH}
 OPS = frozenset({"linear", "matmul", "layer_norm", "softmax", "fused_softmax", "gelu", "reshape",
                  "permute_contiguous", "view"})
+TYPES = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16))   # the storage a program holds (``segment.TYPES``)
 
 
 def unsupported(message):
@@ -53,7 +56,7 @@ def plain(p, name):
     constant: its own bytes)."""
     if name not in p.md and name in p.constants:
         c = p.constants[name]
-        if not isinstance(c, np.ndarray) or c.dtype not in (np.dtype(np.float32), p_bf16()) or not 1 <= c.ndim <= 6:
+        if not isinstance(c, np.ndarray) or c.dtype not in TYPES or not 1 <= c.ndim <= 6:
             raise unsupported("a constant that is not an f32 or bf16 array of 1 to 6 dims")
         c = np.ascontiguousarray(c)
         p.keep.append(c)
@@ -74,11 +77,6 @@ def plain(p, name):
     return copy
 
 
-def p_bf16():
-    import ml_dtypes
-    return np.dtype(ml_dtypes.bfloat16)
-
-
 def _made(p, s, name=None):
     """A plain buffer for the value ``name`` (``s.out``) of ``s``'s shape and dtype."""
     name = s.out if name is None else name
@@ -94,13 +92,18 @@ def _gelu(step):
     return ("eltwise", GELU[approximate], 0.0, 0.0)
 
 
+def _padded(shape, rank) -> tuple:
+    """``shape`` with leading dims of 1 up to ``rank`` (numpy's broadcasting, spelled out for oneDNN)."""
+    return (1,) * (rank - len(shape)) + tuple(shape)
+
+
 def _largest(a) -> float:
     return float(np.max(np.abs(a.astype(np.float64)))) if a.size else 0.0
 
 
 def build(p, s, after, constants):
-    """Adds the primitives of step ``s`` (and of ``after``, a GELU folded into a linear) to
-    program ``p``."""
+    """Adds the primitives of step ``s`` (and of ``after``, the steps ``chain`` folds into a
+    product as its post-ops) to program ``p``."""
     op = s.op
     if op == "reshape":
         x = s.reads["x"]
@@ -131,7 +134,7 @@ def build(p, s, after, constants):
         x = s.reads["x"]
         source = plain(p, x)
         dims = [int(d) % len(p.shape[x]) for d in s.attrs["dims"]]
-        strides = desc_strides(p.shape[x])
+        strides = c_strides(p.shape[x])
         view = desc(s.shape, s.dtype, [strides[d] for d in dims])
         readers = p.readers.get(s.out, [])
         if readers and s.out not in p.outputs and all(r.op == "matmul" and r.reads.get("b") not in p.constants
@@ -215,7 +218,7 @@ def _mask(p, s, mask):
         if found is None:
             raise unsupported("a constant softmax mask holding NaN, +inf or a row of -inf")
         hi, lo = found
-        c = np.ascontiguousarray(c).reshape((1,) * (len(s.shape) - c.ndim) + c.shape)
+        c = np.ascontiguousarray(c).reshape(_padded(c.shape, len(s.shape)))
         p.keep.append(c)
         p.mask_ranges[mask] = (hi, lo)
         return desc(c.shape, c.dtype), ("buf", c)
@@ -224,17 +227,8 @@ def _mask(p, s, mask):
                for r in p.readers.get(mask, ())):
             raise unsupported("a softmax mask that other steps read")
         p.masks.add(mask)
-        shape = (1,) * (len(s.shape) - len(p.shape[mask])) + tuple(p.shape[mask])
-        return desc(shape, s.dtype), p._arg(mask)
+        return desc(_padded(p.shape[mask], len(s.shape)), s.dtype), p._arg(mask)
     raise unsupported("a softmax mask made inside the program")
-
-
-def desc_strides(shape) -> list:
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= max(int(d), 1)
-    return out[::-1]
 
 
 def chain(p, s, i, steps, constants) -> list:
@@ -346,6 +340,7 @@ def _product(p, s, after, constants):
         if xs[-1] != k:
             raise unsupported(f"{s.op} of mismatched inner dims")
         source = plain(p, x)
+        at = len(p.bound_steps)   # the product's bound goes before its post-ops'
         post, post_args, out = _post_ops(p, s, after, rows)
         attr = Attr(compute, post)
         src_md, wei_md, dst_md = desc((rows, k), s.dtype), desc_any((k, n), s.dtype), desc((rows, n), s.dtype)
@@ -371,6 +366,7 @@ def _product(p, s, after, constants):
         bs = p.shape[other]
         if len(bs) != len(xs) or p.dtype[other] != s.dtype or p.dtype[x] != s.dtype:
             raise unsupported("a matmul of operands of other ranks or dtypes")
+        at = len(p.bound_steps)
         post, post_args, out = _post_ops(p, s, after, None)
         attr = Attr(compute, post)
         prim = None
@@ -392,7 +388,7 @@ def _product(p, s, after, constants):
         bound = ("matmul", s.out, (x, other), (xs[-1], "none"))
     if prim.impl.startswith("ref"):
         raise unsupported(f"oneDNN has no fast {s.op} for these shapes")
-    p.bound_steps.insert(len(p.bound_steps) - len([r for r in after if r.op != "fused_softmax"]), bound)
+    p.bound_steps.insert(at, bound)
     _made(p, s, out)
     args.update(post_args)
     args[C.ARG_DST] = p._arg(out)
@@ -449,7 +445,7 @@ def binary(p, s, constants):
         c = constants[b]
         if c.dtype != s.dtype or c.ndim > len(s.shape):
             raise unsupported(f"{s.op} of a constant of another dtype or rank")
-        c = np.ascontiguousarray(c).reshape((1,) * (len(s.shape) - c.ndim) + c.shape)
+        c = np.ascontiguousarray(c).reshape(_padded(c.shape, len(s.shape)))
         p.keep.append(c)
         second_md, second_arg = desc(c.shape, c.dtype), ("buf", c)
         p.constant_bounds[b] = _largest(c)
@@ -457,8 +453,7 @@ def binary(p, s, constants):
         if p.dtype[b] != s.dtype or len(p.shape[b]) > len(s.shape):
             raise unsupported(f"{s.op} of operands of other dtypes or ranks")
         second = plain(p, b)
-        shape = (1,) * (len(s.shape) - len(p.shape[b])) + tuple(p.shape[b])
-        second_md, second_arg = desc(shape, s.dtype), p._arg(second)
+        second_md, second_arg = desc(_padded(p.shape[b], len(s.shape)), s.dtype), p._arg(second)
     dst = desc(s.shape, s.dtype)
     alg = C.BINARY_ADD if s.op == "add" else C.BINARY_MUL
     prim = Primitive("dnnl_binary_primitive_desc_create", alg, dst.handle, second_md.handle, dst.handle, None,
@@ -479,7 +474,6 @@ def concat(p, s):
     axis = int(s.attrs.get("axis", 0)) % len(s.shape)
     sources = [plain(p, name) for name in parts]
     mds = [desc(p.shape[name], p.dtype[name]) for name in parts]
-    import ctypes
     handles = (ctypes.c_void_p * len(mds))(*[m.handle for m in mds])
     dst = desc(s.shape, s.dtype)
     prim = Primitive("dnnl_concat_primitive_desc_create", dst.handle, len(mds), axis, handles, None,
