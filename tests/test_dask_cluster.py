@@ -196,3 +196,23 @@ def test_local_cluster_shares_the_cores_out_and_keeps_glibc_s_mmap_threshold(mon
         assert blas in (None, threads)   # None: numpy's BLAS is not OpenBLAS
         assert c.submit(worker_state, pure=False).result()[0] == threads   # in the task thread too
     assert worker_threads(10 ** 6) == 1
+
+
+def test_a_local_worker_outlives_ctrl_c_and_logs_no_errors_after_it():
+    """Ctrl-C reaches a terminal's whole group; a worker goes on, and what it would log while the
+    cluster closes (a heartbeat to a scheduler already gone) is not printed."""
+    import logging
+    import signal
+
+    from polyeng.dask.cluster import local_cluster
+
+    def disabled():
+        return logging.root.manager.disable
+    with local_cluster(1) as cluster, distributed.Client(cluster) as c:
+        c.wait_for_workers(1, timeout=60)
+        (address, pid), = c.run(os.getpid).items()
+        assert c.run(disabled) == {address: 0}
+        os.kill(pid, signal.SIGINT)
+        time.sleep(0.5)
+        assert c.run(disabled) == {address: logging.ERROR}
+        assert c.submit(lambda x: x + 1, 1).result(timeout=60) == 2

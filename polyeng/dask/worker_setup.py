@@ -4,13 +4,22 @@ answer it with a traceback each. The process that started them catches it and cl
 cluster, whose nannies stop the workers. The warning a worker logs for each task the closing
 cut short ("Async instruction ... ended with CancelledError"), and one fetching an input from a
 worker already closed ("Worker stream died during communication"), are dropped too: they report
-the interrupt again, once per task or peer. This preload serves only local clusters."""
+the interrupt again, once per task or peer. Once the interrupt has arrived, a worker logs nothing
+below CRITICAL: what it would say then (a heartbeat to a scheduler already closed, "Failed to
+communicate with scheduler during heartbeat", with its traceback) is the closing the interrupt
+asked for. This preload serves only local clusters."""
 import logging
 import signal
 import threading
 
+
+def _closing_after_interrupt(signum, frame) -> None:
+    """Ctrl-C reached the group: the worker goes on until its nanny stops it, quietly."""
+    logging.disable(logging.ERROR)
+
+
 if threading.current_thread() is threading.main_thread():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, _closing_after_interrupt)
 
 
 def _not_a_cut_short_task(record) -> bool:
