@@ -228,7 +228,7 @@ def test_a_bad_environment_variable_is_one_line_and_exit_2(variable, value, comm
 
 @pytest.mark.parametrize("command", [
     ["bench", "--cases", "concat", "--engines", "basic", "--no-torch", "--scale", "0.01", "--repeat", "100000"],
-    ["demo", "--repeats", "100000"],
+    ["demo", "--repeats", "1000"],   # onnxruntime's 1000 runs come first: a few seconds, not minutes
     ["warmup", "--engines", "numba", "--quiet"],   # interrupted inside a numba compile
 ], ids=lambda c: c[0])
 def test_ctrl_c_exits_130_without_a_traceback(command, tmp_path):
