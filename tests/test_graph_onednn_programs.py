@@ -335,7 +335,7 @@ def test_a_bf16_mixed_precision_graph_runs_as_programs_with_its_casts(program_ru
         assert float(np.max(np.abs(b.astype(np.float64) - a.astype(np.float64)))) <= 0.02 * scale
 
 
-def test_a_cast_to_bf16_keeps_subnormals_and_a_2d_cast_only_ends_the_run():
+def test_a_cast_to_bf16_keeps_subnormals_of_4d_and_2d_values():
     import polyeng.amp
     w = _w(8, 3, 3)
 

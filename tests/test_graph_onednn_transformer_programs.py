@@ -198,6 +198,53 @@ def test_the_bf16_mixed_precision_encoder_stays_within_one_percent():
         assert float(np.max(np.abs(a.astype(np.float32) - b))) <= 0.01 * float(np.max(np.abs(b)))
 
 
+@pytest.mark.parametrize("fn", [vit_like, bert_like])
+def test_a_bf16_mixed_precision_encoder_runs_as_one_program_casts_and_all(fn):
+    """The mixed precision pass's casts between f32 and bf16 (around the softmax, before each
+    residual add) stay in the program, which matches the same graph's nodes one by one."""
+    mask = _mask()
+    g = to_mixed_precision(fuse(trace(fn, X, mask)), "bfloat16")
+    g(X, mask)
+    with programs_taken() as taken:
+        got = _tuple(g(X, mask))
+    program = g._compiled()
+    assert taken and all(taken)   # the whole program, or its lanes
+    assert program.segment_spans == [(0, len(program.steps))]
+    assert sum(step.node.op == "cast" for step in program.steps) >= 4
+    want = _tuple(to_mixed_precision(fuse(trace(fn, X, mask), disable="onednn_programs"), "bfloat16")(X, mask))
+    close([a.astype(np.float32) for a in got], [b.astype(np.float32) for b in want], 1e-2)
+
+
+W_SEQ, W_FEATURES = _w(5, S), _w(3, D)
+
+
+def moved_and_normed(x):
+    """Under the mixed precision pass: a permutation (a buffer of the program) and the input itself
+    cast to bf16 for the linears, whose results are cast back for a softmax and the output."""
+    y = polyeng.linear(polyeng.permute_contiguous(x, (0, 2, 1)), W_SEQ)
+    return polyeng.softmax(y, axis=-1), polyeng.linear(x, W_FEATURES)
+
+
+@pytest.mark.parametrize("scale, taken", [(1.0, True), (1e-39, False)])
+def test_a_cast_to_bf16_of_a_subnormal_runs_node_by_node(scale, taken):
+    """oneDNN's f32 -> bf16 flushes subnormals to zero, cast rounds them: a program's casts scan
+    their f32 sources (a buffer of the program, an input) after the run, and a subnormal in one
+    leaves the run to the nodes."""
+    x = (RNG.standard_normal((B, S, D)) * scale).astype(np.float32)
+    g = to_mixed_precision(fuse(trace(moved_and_normed, x)), "bfloat16")
+    g(x)
+    with programs_taken() as ran:
+        got = g(x)
+    assert g._compiled().segment_spans == [(0, len(g._compiled().steps))] and set(ran) == {taken}   # lanes too
+    assert [step.node.op for step in g._compiled().steps].count("cast") == 4
+    want = to_mixed_precision(fuse(trace(moved_and_normed, x), disable="onednn_programs"), "bfloat16")(x)
+    if taken:
+        close(got, want, 1e-2)
+    else:
+        same(got, want)
+        assert np.count_nonzero(got[1]) > 0
+
+
 def test_a_lane_never_reads_a_constant_with_the_batch_first():
     """A host program's result (shape arithmetic, a constant to the program) may have the batch
     first: a view of it in a lane would read the first images' rows in every lane."""

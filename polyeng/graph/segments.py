@@ -7,8 +7,8 @@ The runner's first run of a signature records, for each node, the op, its valida
 facts and its result's shape (``facts``). ``plan`` then finds each run of at least
 ``MIN_NODES`` consecutive nodes that a program can hold and builds its program; a node the
 program turns down ends the run there and the search goes on after it. A program holds:
-convolutions with constant weights, activations, pooling, add and mul, the spatial mean, concat
-and a mixed precision graph's casts between f32 and bf16 (4-D f32 or bf16); a transformer's
+convolutions with constant weights, activations, pooling, add and mul, the spatial mean and
+concat (4-D f32 or bf16); a mixed precision graph's casts between f32 and bf16; a transformer's
 linear, matmul, layer_norm, softmax, fused_softmax, gelu, reshape, permute_contiguous and split
 (``backends/onednn/segment_plain.py``); and two kinds of host nodes (``host_facts``): views
 (reshape, squeeze, slice, index: their input's bytes, or a strided part of them), and host
@@ -208,7 +208,7 @@ def facts(step, args, plan):
         return _split_facts(step, args, plan)
     if op == "cast":   # a mixed precision graph's casts between f32 and bf16 (not marked: made after fusing)
         pair = (np.dtype(args["x"].dtype), np.dtype(args["dtype"]))
-        if pair not in ((F32, TYPES[1]), (TYPES[1], F32)) or args["x"].ndim != 4:
+        if pair not in ((F32, TYPES[1]), (TYPES[1], F32)) or not 1 <= args["x"].ndim <= 6:
             return None
     elif not step.node.meta.get(NAME):
         return None
