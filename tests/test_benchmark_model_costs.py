@@ -1,0 +1,26 @@
+"""benchmarks/model_costs.py on the bundled encoder with two timed calls: every figure is there for
+polyeng and onnxruntime, each from a process of its own, and the outputs agree."""
+import json
+import os
+import sys
+
+import pytest
+
+pytest.importorskip("polyeng.onnx")
+pytest.importorskip("onnxruntime")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+import model_costs  # noqa: E402
+
+
+def test_each_runtime_s_start_and_memory_are_measured(tmp_path, capsys):
+    path = tmp_path / "costs.json"
+    assert model_costs.main(["--cases", "encoder_opset17", "--calls", "2", "--json", str(path)]) == 0
+    rows = json.loads(path.read_text())
+    assert [row["file"] for row in rows] == ["encoder_opset17.onnx"]
+    row = rows[0]
+    for runtime in ("polyeng", "onnxruntime"):
+        figures = row[runtime]
+        assert set(figures) == {"import_s", "load_s", "first_s", "second_s", "median_s", "peak_mb"}, figures
+        assert all(value > 0 for value in figures.values()), (runtime, figures)
+    assert row["max_rel_diff"] <= 1e-4
+    assert "encoder_opset17.onnx" in capsys.readouterr().out
