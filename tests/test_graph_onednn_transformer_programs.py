@@ -245,6 +245,39 @@ def test_a_cast_to_bf16_of_a_subnormal_runs_node_by_node(scale, taken):
         assert np.count_nonzero(got[1]) > 0
 
 
+def filled_scores(x, keep, fill):
+    """Scores whose masked places a select sets to ``fill`` (a node before the program: oneDNN has
+    no select), then a softmax and the products after it, in a program."""
+    s = polyeng.matmul(polyeng.linear(x, W_Q), polyeng.permute_contiguous(x, (0, 2, 1)))
+    p = polyeng.softmax(polyeng.select(keep, s, fill), axis=-1)
+    return polyeng.linear(polyeng.matmul(p, x), W_O)
+
+
+@pytest.mark.parametrize("fill, taken", [(MIN, True), (-np.inf, False), (np.nan, False)],
+                         ids=["lowest", "-inf", "nan"])
+def test_a_softmax_takes_scores_filled_with_the_lowest_number(fill, taken, monkeypatch):
+    """Scores from outside the program that only a softmax reads may hold any finite values (the
+    softmax subtracts each row's largest: an overflow to -inf there gives the nodes' 0); an
+    infinity or a NaN leaves the run to the nodes."""
+    from polyeng.graph import segments
+    keep = np.ones((B, 1, S), bool)
+    keep[1:, :, -3:] = False
+    fill = np.float32(fill)
+    g = fuse(trace(lambda x, k: filled_scores(x, k, fill), X, keep))
+    g(X, keep)
+    ran, real = [], segments.Segment.run
+    monkeypatch.setattr(segments.Segment, "run", lambda self, env: ran.append(real(self, env)) or ran[-1])
+    got = g(X, keep)
+    program = g._compiled()
+    assert len(program.segment_spans) == 2 and program.segment_spans[1][1] == len(program.steps)
+    assert ran == [True, taken]   # the program after the select
+    want = fuse(trace(lambda x, k: filled_scores(x, k, fill), X, keep), disable="onednn_programs")(X, keep)
+    if taken:
+        close([got], [want])
+    else:
+        same([got], [want])
+
+
 def test_a_lane_never_reads_a_constant_with_the_batch_first():
     """A host program's result (shape arithmetic, a constant to the program) may have the batch
     first: a view of it in a lane would read the first images' rows in every lane."""

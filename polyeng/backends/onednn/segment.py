@@ -151,6 +151,9 @@ class Program:
         for s in steps:
             for name in _names(s.reads):
                 readers.setdefault(name, []).append(s)
+        # inputs that only softmaxes read, as their scores (``segment_plain._softmax``): any finite values
+        self.scores = {name for name in self.inputs if readers.get(name)
+                       and all(r.op == "softmax" and r.reads.get("x") == name for r in readers[name])}
         for name in self.inputs:
             if self.shape[name] is None or not 1 <= len(self.shape[name]) <= MAX_RANK \
                     or self.dtype[name] not in TYPES:
@@ -483,6 +486,13 @@ class Program:
                 key += [hi, -lo]
                 continue
             flat = a.reshape(-1) if a.dtype == F32 else a.reshape(-1).astype(F32)
+            if name in self.scores:   # finite, of any size (a masked fill's lowest number)
+                hi, lo = (float(np.max(flat)), float(np.min(flat))) if flat.size else (0.0, 0.0)
+                if not (math.isfinite(hi) and math.isfinite(lo)):
+                    return False
+                bound[name] = max(hi, -lo)
+                key.append(bound[name])
+                continue
             b = math.sqrt(float(np.dot(flat, flat))) if flat.size else 0.0
             if not b < LIMIT:   # a sum of squares overflows long before the values do
                 b = float(np.max(np.abs(flat))) if flat.size else 0.0

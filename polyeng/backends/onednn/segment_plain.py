@@ -22,7 +22,10 @@ largest sum of absolute weights into one output + the bias's); a product of two 
 bounds' product times the inner dimension; a layer norm's at most sqrt(features) x the largest
 weight + the largest bias, and its input's squares must stay in range; a softmax's 1 (a mask's
 rules are in ``_softmax``); GELU's its input's; add and mul of a constant with that constant's
-largest magnitude.
+largest magnitude. An input of the program that only softmaxes read (scores a masked fill set
+to the lowest number, made before the program) may hold any finite values: the softmax
+subtracts each row's largest value, and where that overflows to -inf its exp is 0, as the
+nodes' is; NaN or an infinity there leaves the run to the nodes.
 
 A layer norm writes each row's mean and variance, and a run in which a row's variance lies within
 rounding of its mean's magnitude (a row of equal values may be one: polyeng gives exactly the
