@@ -24,3 +24,17 @@ def test_each_runtime_s_start_and_memory_are_measured(tmp_path, capsys):
         assert all(value > 0 for value in figures.values()), (runtime, figures)
     assert row["max_rel_diff"] <= 1e-4
     assert "encoder_opset17.onnx" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("ours, theirs, want", [
+    ([[1.0, float("nan")]], [[1.0, 2.0]], float("inf")),   # a NaN onnxruntime does not give
+    ([[1.0, 2.0]], [[[1.0], [2.0]]], float("inf")),         # another shape
+    ([[1.0]], [[1.0], [2.0]], float("inf")),                # another count
+    ([[float("nan"), 1.0]], [[float("nan"), 1.5]], 1 / 3),  # NaN in the same places
+    ([[1.0, 2.5]], [[1.0, 2.0]], 0.25),
+])
+def test_the_difference_sees_nan_and_other_shapes(tmp_path, ours, theirs, want):
+    import numpy as np
+    np.savez(tmp_path / "a.npz", *[np.array(a) for a in ours])
+    np.savez(tmp_path / "b.npz", *[np.array(b) for b in theirs])
+    assert model_costs._largest_difference(str(tmp_path / "a.npz"), str(tmp_path / "b.npz")) == pytest.approx(want)

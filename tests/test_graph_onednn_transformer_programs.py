@@ -245,6 +245,43 @@ def test_a_cast_to_bf16_of_a_subnormal_runs_node_by_node(scale, taken):
         assert np.count_nonzero(got[1]) > 0
 
 
+def head_of(x):
+    """Only a cast (the mixed precision pass's) reads the input, or a view at its start."""
+    return polyeng.softmax(polyeng.linear(polyeng.gelu(polyeng.linear(x, W1[:16])), W_HEAD[:, :16]), axis=-1)
+
+
+@pytest.mark.parametrize("view, where, taken", [(False, -1, False), (True, -1, True), (True, 0, False)],
+                         ids=["last-item", "outside-the-view", "inside-the-view"])
+def test_one_subnormal_in_an_input_cast_to_bf16_is_found_where_the_program_reads_it(view, where, taken):
+    x = RNG.standard_normal((B, S, D)).astype(np.float32)
+    x.reshape(-1)[where] = np.float32(1e-39)
+
+    def fn(x):
+        return head_of(x[:2] if view else x)
+    g = to_mixed_precision(fuse(trace(fn, x)), "bfloat16")
+    g(x)
+    with programs_taken() as ran:
+        got = g(x)
+    assert g._compiled().segment_spans == [(0, len(g._compiled().steps))] and ran and set(ran) == {taken}
+    want = to_mixed_precision(fuse(trace(fn, x), disable="onednn_programs"), "bfloat16")(x)
+    if taken:
+        close([got.astype(np.float32)], [want.astype(np.float32)], 1e-2)
+    else:
+        same([got.view(np.uint16)], [want.view(np.uint16)])
+
+
+def test_a_row_of_equal_values_in_a_view_of_an_input_runs_node_by_node():
+    """A layer norm of the input's first images: the row check reads those images' rows."""
+    x = RNG.standard_normal((B, S, D)).astype(np.float32)
+    x[1, 5, :] = np.float32(2.5)
+
+    def fn(x):
+        return polyeng.gelu(polyeng.linear(polyeng.layer_norm(x[:2], (D,), G, BETA), W1))
+    got, taken, want, _ = _runs(lambda x, m: fn(x), x, None)
+    assert not taken
+    same(got, want)
+
+
 def filled_scores(x, keep, fill):
     """Scores whose masked places a select sets to ``fill`` (a node before the program: oneDNN has
     no select), then a softmax and the products after it, in a program."""

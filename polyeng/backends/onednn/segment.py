@@ -458,8 +458,11 @@ class Program:
             if math.prod(shape) > CHECKED_CAST:
                 raise Unsupported("a cast to bf16 of a value too large to scan for subnormals")
             kind, where = self._arg(x)
-            self.subnormal_checks.append((kind, where[:src.size] if kind == "buf" else where))
-            self.scan_items = max(self.scan_items, math.prod(shape), src.size // F32.itemsize)   # blocked: padded
+            # a buffer's items (a blocked layout's padding too), or an input's first ones: x may be
+            # a view of it (a part at offset 0; a part elsewhere is turned down by _arg)
+            items = src.size // F32.itemsize if kind == "buf" else math.prod(shape)
+            self.subnormal_checks.append((kind, where[:src.size] if kind == "buf" else where, items))
+            self.scan_items = max(self.scan_items, items)
         prim = reorder(src, dst)
         self.md[s.out] = dst
         self.buffer[s.out] = aligned_empty(max(dst.size, 64))
@@ -613,8 +616,9 @@ class Program:
             return True   # no row of any layer norm in doubt: one check
         for mean, var, source in self.row_checks:
             kind, value = self._arg(source)
-            values = (value.view(self.dtype[source])[:math.prod(self.shape[source])] if kind == "buf"
-                      else arrays[value])
+            items = math.prod(self.shape[source])   # of an input, its first: source may be a view of it
+            values = (value.view(self.dtype[source])[:items] if kind == "buf"
+                      else arrays[value].reshape(-1)[:items])
             if constant_rows(values.reshape(mean.size, -1), mean, var).size:
                 return False
         return True
@@ -624,8 +628,8 @@ class Program:
             return True
         if self._scan is None:
             self._scan = np.empty(max(self.scan_items, 1), np.uint32)
-        for kind, value in self.subnormal_checks:
-            source = value.view(F32) if kind == "buf" else arrays[value]
+        for kind, value, items in self.subnormal_checks:
+            source = value.view(F32) if kind == "buf" else arrays[value].reshape(-1)[:items]
             if not source.size:
                 continue
             bits = np.ascontiguousarray(source, F32).reshape(-1).view(np.uint32)
