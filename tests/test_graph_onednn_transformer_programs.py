@@ -282,37 +282,104 @@ def test_a_row_of_equal_values_in_a_view_of_an_input_runs_node_by_node():
     same(got, want)
 
 
-def filled_scores(x, keep, fill):
-    """Scores whose masked places a select sets to ``fill`` (a node before the program: oneDNN has
-    no select), then a softmax and the products after it, in a program."""
-    s = polyeng.matmul(polyeng.linear(x, W_Q), polyeng.permute_contiguous(x, (0, 2, 1)))
-    p = polyeng.softmax(polyeng.select(keep, s, fill), axis=-1)
-    return polyeng.linear(polyeng.matmul(p, x), W_O)
+def filled_scores(x, keep, fill, swap=False, expose=False):
+    """An attention's scores, scaled by a div, whose masked places a select sets to ``fill``
+    (``swap``: ``keep`` holds the places to fill, select(keep, fill, scores)), then a softmax and
+    the products after it;
+    ``expose``: the filled scores are an output of the graph too."""
+    s = polyeng.div(polyeng.matmul(polyeng.linear(x, W_Q), polyeng.permute_contiguous(x, (0, 2, 1))),
+                    np.float32(5.65))
+    filled = polyeng.select(keep, fill, s) if swap else polyeng.select(keep, s, fill)
+    out = polyeng.linear(polyeng.matmul(polyeng.softmax(filled, axis=-1), x), W_O)
+    return (out, filled) if expose else out
 
 
-@pytest.mark.parametrize("fill, taken", [(MIN, True), (-np.inf, False), (np.nan, False)],
-                         ids=["lowest", "-inf", "nan"])
-def test_a_softmax_takes_scores_filled_with_the_lowest_number(fill, taken, monkeypatch):
-    """Scores from outside the program that only a softmax reads may hold any finite values (the
-    softmax subtracts each row's largest: an overflow to -inf there gives the nodes' 0); an
-    infinity or a NaN leaves the run to the nodes."""
+KEEP = np.ones((B, 1, S), bool)
+KEEP[1:, :, -3:] = False
+
+
+def _segments_run(monkeypatch):
+    """Within the test, each planned segment's run: True where its program took the values."""
     from polyeng.graph import segments
-    keep = np.ones((B, 1, S), bool)
-    keep[1:, :, -3:] = False
-    fill = np.float32(fill)
-    g = fuse(trace(lambda x, k: filled_scores(x, k, fill), X, keep))
-    g(X, keep)
     ran, real = [], segments.Segment.run
     monkeypatch.setattr(segments.Segment, "run", lambda self, env: ran.append(real(self, env)) or ran[-1])
+    return ran
+
+
+@pytest.mark.parametrize("swap", [False, True], ids=["keep-then", "fill-then"])
+def test_an_attention_s_div_and_select_run_in_the_program(swap, monkeypatch):
+    """The div by the head size's root becomes the product's post-op, and the select of the scores
+    or float32's lowest number two binary steps: the whole graph is one program."""
+    def fn(x, k):
+        return filled_scores(x, k, MIN, swap)
+    keep = ~KEEP if swap else KEEP
+    g = fuse(trace(fn, X, keep))
+    g(X, keep)
+    ran = _segments_run(monkeypatch)
     got = g(X, keep)
+    assert g._compiled().segment_spans == [(0, len(g._compiled().steps))] and ran == [True]
+    want = fuse(trace(fn, X, keep), disable="onednn_programs")(X, keep)
+    close([got], [want])
+    close([got], [filled_scores(X, KEEP, MIN)])
+
+
+def test_a_condition_of_other_bytes_than_0_and_1_runs_node_by_node(monkeypatch):
+    """numpy takes any nonzero byte of a bool array as True; the program reads the bytes as 0 and 1."""
+    def fn(x, k):
+        return filled_scores(x, k, MIN)
+    keep = KEEP.view(np.uint8) * np.uint8(2)   # True is 2 here
+    keep = keep.view(bool)
+    g = fuse(trace(fn, X, KEEP))
+    g(X, KEEP)
+    ran = _segments_run(monkeypatch)
+    got = g(X, keep)
+    assert ran == [False]
+    same([got], [fuse(trace(fn, X, KEEP), disable="onednn_programs")(X, keep)])
+
+
+@pytest.mark.parametrize("fill, expose, taken", [(MIN, True, True), (-np.inf, False, False), (np.nan, False, False)],
+                         ids=["lowest-exposed", "-inf", "nan"])
+def test_a_softmax_takes_scores_filled_with_the_lowest_number(fill, expose, taken, monkeypatch):
+    """A select the program does not hold (its result is an output too, or its fill is not
+    finite) ends the program; the softmax after it may read any finite values from outside (the
+    softmax subtracts each row's largest: an overflow to -inf there gives the nodes' 0), and an
+    infinity or a NaN there leaves the run to the nodes."""
+    fill = np.float32(fill)
+
+    def fn(x, k):
+        return filled_scores(x, k, fill, expose=expose)
+    g = fuse(trace(fn, X, KEEP))
+    g(X, KEEP)
+    ran = _segments_run(monkeypatch)
+    got = _tuple(g(X, KEEP))
     program = g._compiled()
     assert len(program.segment_spans) == 2 and program.segment_spans[1][1] == len(program.steps)
+    assert program.steps[program.segment_spans[0][1]].node.op == "select"
     assert ran == [True, taken]   # the program after the select
-    want = fuse(trace(lambda x, k: filled_scores(x, k, fill), X, keep), disable="onednn_programs")(X, keep)
+    want = _tuple(fuse(trace(fn, X, KEEP), disable="onednn_programs")(X, KEEP))
     if taken:
-        close([got], [want])
+        close(got, want)
     else:
-        same([got], [want])
+        same(got, want)
+
+
+@pytest.mark.parametrize("divisor, held", [(np.float32(0.5), True), (np.full(S, 0.25, np.float32), True),
+                                           (np.float32(0.0), False), (np.array([0.5, 0.0] * (S // 2), np.float32), False)],
+                         ids=["scalar", "row", "zero", "row-with-zero"])
+def test_a_div_by_a_constant_runs_in_the_program_unless_it_holds_zero(divisor, held):
+    """A quotient is correctly rounded on every engine; a zero divisor (an infinity or NaN) is the
+    nodes'."""
+    def fn(x):
+        s = polyeng.matmul(polyeng.linear(x, W_Q), polyeng.permute_contiguous(x, (0, 2, 1)))
+        return polyeng.linear(polyeng.div(polyeng.gelu(s), divisor), W_HEAD[:, :S])
+    got, taken, want, g = _runs(lambda x, m: fn(x), X, None)
+    spans = g._compiled().segment_spans
+    assert (spans == [(0, len(g._compiled().steps))]) is held
+    if held:
+        assert taken
+        close(got, want)
+    else:   # infinities from the zero divisor: the program after the div leaves them to the nodes
+        same(got, want)
 
 
 def test_a_lane_never_reads_a_constant_with_the_batch_first():

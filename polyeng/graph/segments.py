@@ -9,7 +9,8 @@ facts and its result's shape (``facts``). ``plan`` then finds each run of at lea
 program turns down ends the run there and the search goes on after it. A program holds:
 convolutions with constant weights, activations, pooling, add and mul, the spatial mean and
 concat (4-D f32 or bf16); a mixed precision graph's casts between f32 and bf16; a transformer's
-linear, matmul, layer_norm, softmax, fused_softmax, gelu, reshape, permute_contiguous and split
+linear, matmul, layer_norm, softmax, fused_softmax, gelu, reshape, permute_contiguous and split,
+a div by a constant and an attention's select of its scores or a fill before a softmax
 (``backends/onednn/segment_plain.py``); and two kinds of host nodes (``host_facts``): views
 (reshape, squeeze, slice, index: their input's bytes, or a strided part of them), and host
 programs of shape arithmetic, whose results are the same on every run of the signature (the
@@ -49,7 +50,7 @@ OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul
                  "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "leaky_relu", "clip",
                  # a transformer's (``backends/onednn/segment_plain.py``)
                  "linear", "matmul", "layer_norm", "softmax", "fused_softmax", "gelu", "reshape",
-                 "permute_contiguous", "split"})
+                 "permute_contiguous", "split", "div", "select"})
 
 
 def mark(nodes, context):
@@ -227,7 +228,8 @@ def facts(step, args, plan):
     for name, value in args.items():
         arrays = value if isinstance(value, (list, tuple)) else [value]
         for a in arrays:
-            if isinstance(a, np.ndarray) and a.dtype not in TYPES:
+            if isinstance(a, np.ndarray) and a.dtype not in TYPES and not (op == "select" and name == "cond"
+                                                                            and a.dtype == np.bool_):
                 return None
     if np.dtype(plan.prepared.dtype) not in TYPES:
         return None
@@ -323,10 +325,10 @@ def plan(program, entries, recorded, kept) -> list:
 
 
 # the steps that may read an input of first dim 1 beside values with the batch: they broadcast it
-BROADCASTING = frozenset({"add", "mul", "fused_softmax"})
+BROADCASTING = frozenset({"add", "mul", "fused_softmax", "select"})
 # the steps that align an operand's dims from the right (numpy's broadcasting, a product's batch
 # dims): an input they read has the images first only where it has the result's rank and first dim
-ALIGNED = frozenset({"add", "mul", "fused_softmax", "matmul", "concat"})
+ALIGNED = frozenset({"add", "mul", "fused_softmax", "matmul", "concat", "select", "div"})
 
 
 def _lane_rows(steps, inputs, input_shapes, output_shapes, shapes, constants):

@@ -61,7 +61,8 @@ BOUNDED = {"sigmoid": lambda b, a, c: 1.0, "tanh": lambda b, a, c: 1.0, "hardsig
            "gelu": lambda b, a, c: b,   # |v * Phi(v)| <= |v|
            "none": lambda b, a, c: b}
 ELTWISE_OPS = {"relu", "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "leaky_relu", "clip"}
-OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul", "mean", "concat", "cast"}) | ELTWISE_OPS \
+OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul", "div", "mean", "concat",
+                 "cast"}) | ELTWISE_OPS \
     | segment_plain.OPS
 MAX_RANK = 6   # of the values a program reads
 
@@ -154,13 +155,17 @@ class Program:
         # inputs that only softmaxes read, as their scores (``segment_plain._softmax``): any finite values
         self.scores = {name for name in self.inputs if readers.get(name)
                        and all(r.op == "softmax" and r.reads.get("x") == name for r in readers[name])}
+        # bool inputs that only selects read, as their condition (``segment_plain.select``)
+        self.conditions = {name for name in self.inputs if self.dtype[name] == np.bool_ and readers.get(name)
+                           and all(r.op == "select" and r.reads.get("cond") == name for r in readers[name])}
         for name in self.inputs:
             if self.shape[name] is None or not 1 <= len(self.shape[name]) <= MAX_RANK \
-                    or self.dtype[name] not in TYPES:
+                    or (self.dtype[name] not in TYPES and name not in self.conditions):
                 error = Unsupported(f"input {name} is not an f32 or bf16 value of 1 to {MAX_RANK} dims")
                 error.index = next(i for i, s in enumerate(steps) if name in set(_names(s.reads)))
                 raise error   # the run ends before the first step reading it
-            self.md[name] = desc(self.shape[name], self.dtype[name])
+            # a condition's bytes are 0 and 1: oneDNN reads them as u8
+            self.md[name] = desc(self.shape[name], np.uint8 if name in self.conditions else self.dtype[name])
         folded = set()
         for i, s in enumerate(steps):
             if id(s) in folded:
@@ -241,8 +246,9 @@ class Program:
             self.bound_steps.append(("act", s.out, (x,), (name, alpha, beta)))
         elif op in ("max_pool2d", "avg_pool2d"):
             self._pool(s)
-        elif op in ("add", "mul"):
-            if len(s.shape) == 4 and s.reads.get("a") not in constants and s.reads.get("b") not in constants:
+        elif op in ("add", "mul", "div"):
+            if op != "div" and len(s.shape) == 4 and s.reads.get("a") not in constants \
+                    and s.reads.get("b") not in constants:
                 self._binary(s, constants)
             else:
                 segment_plain.binary(self, s, constants)
@@ -481,6 +487,10 @@ class Program:
         ranges = dict(self.mask_ranges) if self.masks or self.mask_ranges else None
         key = []
         for name, a in zip(self.inputs, arrays):
+            if name in self.conditions:   # read as 0 and 1: a bool array viewed from other bytes is the nodes'
+                if a.size and int(a.view(np.uint8).max()) > 1:
+                    return False
+                continue
             if name in self.masks:   # a softmax's mask (see segment_plain._softmax)
                 found = _mask_range(a)
                 if found is None:
@@ -543,6 +553,13 @@ class Program:
                 b = bound[reads[0]] + bound[reads[1]]
             elif kind == "mul":
                 b = bound[reads[0]] * bound[reads[1]]
+            elif kind == "div":   # by a constant of no zero: facts is its smallest magnitude
+                b = bound[reads[0]] / facts
+            elif kind == "filled":   # scores or a fill, which only softmaxes read: any finite value
+                if not bound[reads[0]] < LIMIT:
+                    return False
+                bound[out] = max(bound[reads[0]], facts)
+                continue
             elif kind == "max":
                 b = max(bound[r] for r in reads)
             elif kind == "window":

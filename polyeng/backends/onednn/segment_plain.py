@@ -14,8 +14,9 @@ its strides where oneDNN has fast code for that (else it is reordered first).
 
 Post-ops: the nodes that alone read a product's result in turn become its post-ops (``chain``):
 a GELU after a linear, a mul by a scalar (oneDNN's linear eltwise alpha * v + -0, which keeps
--0), an add of a value made before the product (a residual), and the mask add of a
-fused_softmax reading it. Each rounds as the node does (f32 only).
+-0), a div by a scalar constant of no zero, an add of a value made before the product (a
+residual), and the mask add of a fused_softmax reading it. Each rounds as the node does (f32
+only).
 
 The bound of each value (see ``segment.py``): a linear's as a convolution's (input bound x the
 largest sum of absolute weights into one output + the bias's); a product of two values the
@@ -45,7 +46,7 @@ from ._primitive import Attr, Primitive, aligned_empty, c_strides, desc, desc_an
 
 GELU = {"none": C.ELTWISE_GELU_ERF, "tanh": C.ELTWISE_GELU_TANH}
 OPS = frozenset({"linear", "matmul", "layer_norm", "softmax", "fused_softmax", "gelu", "reshape",
-                 "permute_contiguous", "view"})
+                 "permute_contiguous", "view", "select"})
 TYPES = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16))   # the storage a program holds (``segment.TYPES``)
 
 
@@ -157,6 +158,8 @@ def build(p, s, after, constants):
         _layer_norm(p, s, constants)
     elif op in ("softmax", "fused_softmax"):
         _softmax(p, s)
+    elif op == "select":
+        select(p, s, constants)
     elif op == "gelu":
         x = s.reads["x"]
         source = plain(p, x)
@@ -236,8 +239,8 @@ def _mask(p, s, mask):
 
 def chain(p, s, i, steps, constants) -> list:
     """The steps that a product (``s``, the ``i``-th step) takes as its post-ops, in order: each
-    alone reads the value before it (no output of the program): a GELU after a linear, a mul by a
-    scalar constant, an add of a value made before the product (or a constant) of the result's
+    alone reads the value before it (no output of the program): a GELU after a linear, a mul or a
+    div by a scalar constant, an add of a value made before the product (or a constant) of the result's
     shape, and, last, the mask add of a fused_softmax reading it (the softmax stays a step of its
     own). Every post-op rounds as the node does: f32 products only."""
     if s.dtype != np.float32:
@@ -261,6 +264,10 @@ def chain(p, s, i, steps, constants) -> list:
             items.append(r)
         elif r.op == "mul" and other(r) in constants and np.size(constants[other(r)]) == 1 \
                 and np.asarray(constants[other(r)]).dtype == s.dtype and r.shape == s.shape:
+            items.append(r)
+        elif r.op == "div" and r.reads.get("a") == out and r.reads.get("b") in constants \
+                and np.size(constants[r.reads["b"]]) == 1 and divisor(constants[r.reads["b"]]) is not None \
+                and constants[r.reads["b"]].dtype == s.dtype and r.shape == s.shape:
             items.append(r)
         elif r.op == "add" and other(r) is not None and other(r) != out and ready(other(r)) and r.shape == s.shape \
                 and _shape_of(p, other(r)) == r.shape:
@@ -295,6 +302,14 @@ def _post_ops(p, s, after, rows):
             post.append(("eltwise", C.ELTWISE_LINEAR, alpha, -0.0))   # alpha * v + -0: alpha * v, -0 kept
             p.constant_bounds[name] = abs(alpha)
             p.bound_steps.append(("mul", r.out, (prev, name), None))
+        elif r.op == "div":   # by a scalar constant: a binary post-op, each quotient correctly rounded
+            c = np.ascontiguousarray(p.constants[r.reads["b"]]).reshape((1,) * (2 if rows is not None else len(s.shape)))
+            p.keep.append(c)
+            md = desc(c.shape, c.dtype)
+            p.keep.append(md)
+            args[C.ARG_ATTR_MULTIPLE_POST_OP_BASE * (len(post) + 1) | C.ARG_SRC_1] = ("buf", c)
+            post.append(("binary", C.BINARY_DIV, md))
+            p.bound_steps.append(("div", r.out, (prev,), divisor(c)))
         else:   # an add, or a fused_softmax's mask
             if r.op == "add":
                 name = r.reads["b"] if r.reads.get("a") == prev else r.reads["a"]
@@ -434,12 +449,26 @@ def _layer_norm(p, s, constants):
     p.bound_steps.append(("norm", s.out, (x,), (features, largest, _largest(bias) if bias is not None else 0.0)))
 
 
+def divisor(c) -> float | None:
+    """The smallest magnitude of a constant divisor, or None where it holds 0, an infinity or NaN
+    (or is not a float array): a div by it is held only otherwise."""
+    if not isinstance(c, np.ndarray) or c.dtype not in TYPES or not c.size:
+        return None
+    magnitude = np.abs(c.astype(np.float64))
+    smallest = float(np.min(magnitude))
+    return smallest if smallest > 0 and np.isfinite(magnitude).all() else None
+
+
 def binary(p, s, constants):
-    """add or mul whose second operand broadcasts, or is a constant, on plain values."""
+    """add or mul whose second operand broadcasts, or is a constant, on plain values; div by a
+    constant of no zero (each quotient correctly rounded, as numpy's)."""
     a, b = s.reads.get("a"), s.reads.get("b")
     if a is None or b is None:
         raise unsupported(f"{s.op} without two operands")
-    if a in constants or tuple(p.shape.get(a) or ()) != s.shape:
+    if s.op == "div":
+        if b not in constants or divisor(constants[b]) is None:
+            raise unsupported("a div by a value, or by a constant holding 0, an infinity or NaN")
+    elif a in constants or tuple(p.shape.get(a) or ()) != s.shape:
         a, b = b, a   # add and mul commute: the full-shape value first
     if a in constants or tuple(p.shape.get(a) or ()) != s.shape or p.dtype[a] != s.dtype:
         raise unsupported(f"{s.op} whose first operand is broadcast or constant")
@@ -458,7 +487,7 @@ def binary(p, s, constants):
         second = plain(p, b)
         second_md, second_arg = desc(_padded(p.shape[b], len(s.shape)), s.dtype), p._arg(second)
     dst = desc(s.shape, s.dtype)
-    alg = C.BINARY_ADD if s.op == "add" else C.BINARY_MUL
+    alg = {"add": C.BINARY_ADD, "mul": C.BINARY_MUL, "div": C.BINARY_DIV}[s.op]
     prim = Primitive("dnnl_binary_primitive_desc_create", alg, dst.handle, second_md.handle, dst.handle, None,
                      keep=(dst, second_md))
     if prim.impl.startswith("ref"):
@@ -466,7 +495,63 @@ def binary(p, s, constants):
     _made(p, s)
     p.calls.append((prim, {C.ARG_SRC: p._arg(first), C.ARG_SRC_1: second_arg, C.ARG_DST: p._arg(s.out)},
                     math.prod(s.shape)))
-    p.bound_steps.append((s.op, s.out, (a, b), None))
+    if s.op == "div":
+        p.bound_steps.append(("div", s.out, (a,), divisor(constants[b])))
+    else:
+        p.bound_steps.append((s.op, s.out, (a, b), None))
+
+
+def select(p, s, constants):
+    """An attention's select(cond, scores, fill) (or fill and scores swapped), read only by
+    softmaxes: the condition a bool input of the program (its 0 and 1 read as u8 and made f32),
+    the fill a scalar constant. scores * w + fill * (1 - w), w the places that keep the scores,
+    (two binary steps, the sum in place) is each place's scores or fill exactly: the scores are
+    finite (their bound), a product by 1 or 0 is exact, and so is a sum with 0; only -0 scores become +0, which a softmax does not
+    tell apart. The fill may be any finite number (float32's lowest, typically): the result is
+    bounded for the softmaxes only (see ``segment.py``'s walk, "filled")."""
+    cond, then, other = s.reads.get("cond"), s.reads.get("then"), s.reads.get("else_")
+    if s.attrs.get("auto_broadcast", "numpy") != "numpy" or cond not in p.conditions:
+        raise unsupported("a select whose condition is not a bool input of the program")
+    if s.out in p.outputs or not p.readers.get(s.out) or any(
+            r.op != "softmax" or r.reads.get("x") != s.out for r in p.readers[s.out]):
+        raise unsupported("a select that is not an attention's, read only by softmaxes")
+    keeps = then not in constants
+    value, fill = (then, other) if keeps else (other, then)
+    c = constants.get(fill)
+    if value in constants or not isinstance(c, np.ndarray) or c.size != 1 or not np.isfinite(c).all() \
+            or c.dtype != s.dtype or tuple(p.shape.get(value) or ()) != s.shape or p.dtype[value] != s.dtype:
+        raise unsupported("a select of other than a value and a finite scalar constant")
+    if len(p.shape[cond]) > len(s.shape):
+        raise unsupported("a select whose condition has more dims than its result")
+    fill_value = float(np.asarray(c, np.float32).reshape(-1)[0])
+    shape = _padded(p.shape[cond], len(s.shape))
+    mask_md, weight_md = desc(shape, np.uint8), desc(shape, np.float32)
+    weight, rest = ("weight", s.out), ("rest", s.out)
+    for name in (weight, rest):
+        p.md[name], p.shape[name], p.dtype[name] = weight_md, shape, np.dtype(np.float32)
+        p.buffer[name] = aligned_empty(max(weight_md.size, 64))
+    items = math.prod(shape)
+    mask_view = ("cond", s.out)   # the condition read through the result's rank
+    p.alias[mask_view], p.md[mask_view], p.dtype[mask_view] = cond, mask_md, np.dtype(np.uint8)
+    p.calls.append((reorder(mask_md, weight_md), {C.ARG_FROM: p._arg(mask_view), C.ARG_TO: p._arg(weight)}, items))
+    # w: the condition where it keeps the scores, else 1 - it; rest = fill * (1 - w) = fill - fill * w
+    steps = ([] if keeps else [(weight, weight, -1.0, 1.0)]) + [(weight, rest, -fill_value, fill_value)]
+    for src, dst, alpha, beta in steps:
+        prim = Primitive("dnnl_eltwise_forward_primitive_desc_create", C.FORWARD_INFERENCE, C.ELTWISE_LINEAR,
+                         weight_md.handle, weight_md.handle, alpha, beta, None, keep=(weight_md,))
+        p.calls.append((prim, {C.ARG_SRC: p._arg(src), C.ARG_DST: p._arg(dst)}, items))
+    source = plain(p, value)
+    md = desc(s.shape, s.dtype)
+    _made(p, s)
+    # scores * w into the result, then + rest in place (oneDNN's broadcast post-op is its reference code)
+    for alg, first, second in ((C.BINARY_MUL, source, weight), (C.BINARY_ADD, s.out, rest)):
+        prim = Primitive("dnnl_binary_primitive_desc_create", alg, md.handle, weight_md.handle, md.handle, None,
+                         keep=(md, weight_md))
+        if prim.impl.startswith("ref"):
+            raise unsupported("oneDNN has no fast select for these shapes")
+        p.calls.append((prim, {C.ARG_SRC: p._arg(first), C.ARG_SRC_1: p._arg(second), C.ARG_DST: p._arg(s.out)},
+                        math.prod(s.shape)))
+    p.bound_steps.append(("filled", s.out, (value,), abs(fill_value)))
 
 
 def concat(p, s):
