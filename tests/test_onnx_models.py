@@ -106,12 +106,40 @@ def test_bf16_amp_within_stated_tolerance(file):
     mixed = [n for n in graph.nodes if n.amp is not None and n.amp.mixed and n.op != "cast"]
     assert any(n.op in ("linear", "matmul", "lstm") for n in mixed), "no product runs in bf16"
     feeds = _feeds(file, SIZES[1], seed=2)
-    got, want = _tuple(graph(*feeds.values())), _ort(file, feeds)
+    want = _ort(file, feeds)
+    for run in ("first", "planned"):   # node by node, then in oneDNN programs where they hold it
+        got = _tuple(graph(*feeds.values()))
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype
+            worst = float(np.max(np.abs(g.astype(np.float64) - w))) / float(np.max(np.abs(w)))
+            assert worst <= AMP_RELATIVE, f"{file}, {run} run: bf16 error {worst:.3g} of the largest magnitude"
+            assert worst > 0, "bf16 gave f32's result exactly: nothing was converted"
+
+
+@pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available, reason="onednn is unavailable")
+@pytest.mark.parametrize("mixed", [False, True], ids=["f32", "bf16-amp"])
+@pytest.mark.parametrize("file", [f for f in FILES if f.startswith("encoder")])
+def test_the_encoder_runs_as_one_onednn_program_after_its_embeddings(file, mixed):
+    """Its attention's Div and Where (select) included (``polyeng/graph/segments.py``)."""
+    graph = _graph(file)
+    if mixed:
+        graph = polyeng.amp.to_mixed_precision(graph, "bfloat16")
+    feeds = _feeds(file, SIZES[1], seed=3)
+    graph(*feeds.values())
+    program = graph._compiled()
+    assert len(program.segment_spans) == 1 and program.segment_spans[0][1] == len(program.steps)
+    before = {program.steps[i].node.op for i in range(program.segment_spans[0][0])}
+    assert before <= {"onnx.program", "embedding", "add", "layer_norm"}, before
+    ops = {program.steps[i].node.op for i in range(*program.segment_spans[0])}
+    assert {"div", "select"} <= ops
+    from support import programs_taken
+    with programs_taken() as taken:
+        got = _tuple(graph(*feeds.values()))
+    assert taken and all(taken)
+    want = _ort(file, feeds)
     for g, w in zip(got, want):
-        assert g.dtype == w.dtype
         worst = float(np.max(np.abs(g.astype(np.float64) - w))) / float(np.max(np.abs(w)))
-        assert worst <= AMP_RELATIVE, f"{file}: bf16 error {worst:.3g} of the largest magnitude"
-        assert worst > 0, "bf16 gave f32's result exactly: nothing was converted"
+        assert worst <= (AMP_RELATIVE if mixed else 1e-5), worst
 
 
 @pytest.mark.parametrize("model", sorted({e["model"] for e in ENTRIES}))
