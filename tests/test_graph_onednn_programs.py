@@ -392,3 +392,29 @@ def test_a_cast_to_its_own_dtype_is_left_to_the_nodes():
     assert g._compiled().segment_spans
     close([second[0]], [first[0]], 1e-6)
     np.testing.assert_array_equal(second[1].view(np.uint16), first[1].view(np.uint16))
+
+
+_W_UP = _w(8, 16, 1)
+
+
+@pytest.mark.parametrize("up, held", [
+    (lambda y: polyeng.upsample_nearest(y, scale_factor=2), True),
+    (lambda y: polyeng.upsample_bilinear2d(y, scale_factor=2), True),
+    (lambda y: polyeng.upsample_bilinear2d(y, size=(40, 36)), True),
+    (lambda y: polyeng.upsample_nearest(y, scale_factor=0.5), False),   # oneDNN takes the odd pixels
+    (lambda y: polyeng.upsample_bilinear2d(y, scale_factor=2, align_corners=True), False),
+], ids=["nearest-x2", "bilinear-x2", "bilinear-size", "nearest-half", "bilinear-corners"])
+def test_upsampling_runs_in_the_program_where_onednn_s_sources_are_pytorch_s(up, held):
+    """A UNet's way up: the program holds oneDNN's resampling where it picks and weighs PyTorch's
+    sources (the ONEDNN kernels' rule), and ends before it otherwise."""
+    def fn(x):
+        y = polyeng.relu(polyeng.conv2d(x, W_STEM, B_STEM, padding=1))
+        return polyeng.sigmoid(polyeng.conv2d(up(y), _W_UP))
+    got, want, ran = _program_vs_nodes(fn, X)
+    g = fuse(trace(fn, X))
+    g(X)
+    g(X)   # planned: its programs built
+    spans = g._compiled().segment_spans
+    assert spans == ([(0, len(g._compiled().steps))] if held else [])   # else no run of 3 nodes is left
+    assert ran is held
+    close([got], [want])

@@ -10,8 +10,8 @@ program turns down ends the run there and the search goes on after it. A program
 convolutions with constant weights, activations, pooling, add and mul, the spatial mean and
 concat (4-D f32 or bf16); a mixed precision graph's casts between f32 and bf16; a transformer's
 linear, matmul, layer_norm, softmax, fused_softmax, gelu, reshape, permute_contiguous and split,
-a div by a constant and an attention's select of its scores or a fill before a softmax
-(``backends/onednn/segment_plain.py``); and two kinds of host nodes (``host_facts``): views
+a div by a constant, an attention's select of its scores or a fill before a softmax, and
+upsampling (``backends/onednn/segment_plain.py``); and two kinds of host nodes (``host_facts``): views
 (reshape, squeeze, slice, index: their input's bytes, or a strided part of them), and host
 programs of shape arithmetic, whose results are the same on every run of the signature (the
 constants of the program). A view whose shape argument is made before the run is held where that
@@ -50,7 +50,7 @@ OPS = frozenset({"conv2d", "fused_conv", "max_pool2d", "avg_pool2d", "add", "mul
                  "sigmoid", "tanh", "hardswish", "hardsigmoid", "silu", "leaky_relu", "clip",
                  # a transformer's (``backends/onednn/segment_plain.py``)
                  "linear", "matmul", "layer_norm", "softmax", "fused_softmax", "gelu", "reshape",
-                 "permute_contiguous", "split", "div", "select"})
+                 "permute_contiguous", "split", "div", "select", "upsample_nearest", "upsample_bilinear2d"})
 
 
 def mark(nodes, context):

@@ -1,8 +1,9 @@
 """The steps of a oneDNN program (``segment.py``) that a transformer's nodes make: ``linear`` and
 ``matmul`` (oneDNN's matmul; a constant weight reordered once into the layout it prefers),
 ``layer_norm``, ``softmax`` and ``fused_softmax`` over the last axis, ``gelu``, ``add`` and
-``mul`` with a broadcast or constant operand, ``reshape``, ``permute_contiguous``, ``concat``
-along any axis, and views: a host node's reshape, squeeze, slice or index of its input, and the
+``mul`` with a broadcast or constant operand, ``div`` by a constant, an attention's ``select``,
+``upsample_nearest`` and ``upsample_bilinear2d`` (a UNet's way up), ``reshape``,
+``permute_contiguous``, ``concat`` along any axis, and views: a host node's reshape, squeeze, slice or index of its input, and the
 pieces of a ``split`` (``graph/segments.py`` finds them).
 
 Every value these steps read or make lies plain (row-major): a value a convolution left in a
@@ -46,7 +47,7 @@ from ._primitive import Attr, Primitive, aligned_empty, c_strides, desc, desc_an
 
 GELU = {"none": C.ELTWISE_GELU_ERF, "tanh": C.ELTWISE_GELU_TANH}
 OPS = frozenset({"linear", "matmul", "layer_norm", "softmax", "fused_softmax", "gelu", "reshape",
-                 "permute_contiguous", "view", "select"})
+                 "permute_contiguous", "view", "select", "upsample_nearest", "upsample_bilinear2d"})
 TYPES = (np.dtype(np.float32), np.dtype(ml_dtypes.bfloat16))   # the storage a program holds (``segment.TYPES``)
 
 
@@ -160,6 +161,8 @@ def build(p, s, after, constants):
         _softmax(p, s)
     elif op == "select":
         select(p, s, constants)
+    elif op in ("upsample_nearest", "upsample_bilinear2d"):
+        resample(p, s)
     elif op == "gelu":
         x = s.reads["x"]
         source = plain(p, x)
@@ -571,3 +574,33 @@ def concat(p, s):
     args[C.ARG_DST] = p._arg(s.out)
     p.calls.append((prim, args, math.prod(s.shape)))
     p.bound_steps.append(("max", s.out, tuple(parts), None))
+
+
+def resample(p, s):
+    """upsample_nearest (f32: a copy of each source) and upsample_bilinear2d (f32 or bf16) on
+    oneDNN's resampling primitive, where its sources are PyTorch's: the ONEDNN kernels' rules
+    (``upsample.py``), on the step's arguments."""
+    from types import SimpleNamespace
+
+    from .upsample import _linear_reason, _nearest_reason
+    x = s.reads["x"]
+    nearest = s.op == "upsample_nearest"
+    if (nearest and s.dtype != np.float32) or p.dtype[x] != s.dtype or 0 in s.shape:
+        raise unsupported(f"{s.op} of this dtype or size")
+    shape = p.shape[x]
+    fake = np.broadcast_to(np.zeros((), s.dtype), shape)   # the rules read its shape and dtype
+    reason = (_nearest_reason if nearest else _linear_reason)(
+        SimpleNamespace(op=s.op, args={**s.attrs, "x": fake}, prepared=s.prepared))
+    if reason:
+        raise unsupported(reason)
+    source = plain(p, x)
+    src_md, dst_md = desc(shape, s.dtype), desc(s.shape, s.dtype)
+    alg = C.RESAMPLING_NEAREST if nearest else C.RESAMPLING_LINEAR
+    prim = Primitive("dnnl_resampling_forward_primitive_desc_create", C.FORWARD_INFERENCE, alg, None,
+                     src_md.handle, dst_md.handle, None, keep=(src_md, dst_md))
+    if prim.impl.startswith("ref"):
+        raise unsupported(f"oneDNN has no fast {s.op} for these shapes")
+    _made(p, s)
+    p.calls.append((prim, {C.ARG_SRC: p._arg(source), C.ARG_DST: p._arg(s.out)},
+                    math.prod(s.shape) * (1 if nearest else 4)))
+    p.bound_steps.append(("same", s.out, (x,), None))   # a copy, or a weighted mean of sources
