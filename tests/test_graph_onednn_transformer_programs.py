@@ -323,6 +323,28 @@ def test_an_attention_s_div_and_select_run_in_the_program(swap, monkeypatch):
     close([got], [filled_scores(X, KEEP, MIN)])
 
 
+@pytest.mark.parametrize("divisor, taken", [(8.0, True), (1e37, False)])
+def test_a_bf16_div_whose_quotients_may_be_subnormal_runs_node_by_node(divisor, taken):
+    """oneDNN stores a bf16 quotient below bf16's smallest normal as 0, where the nodes keep it: the
+    program scans the div's source for magnitudes that may make one and leaves such a run to the
+    nodes."""
+    def fn(x):
+        d = polyeng.div(polyeng.gelu(polyeng.linear(x, W_Q)), np.float32(divisor))
+        return d, polyeng.linear(d, W_O)
+    g = to_mixed_precision(fuse(trace(fn, X)), "bfloat16")
+    g(X)
+    with programs_taken() as ran:
+        got = g(X)
+    assert g._compiled().segment_spans == [(0, len(g._compiled().steps))] and set(ran) == {taken}
+    want = to_mixed_precision(fuse(trace(fn, X), disable="onednn_programs"), "bfloat16")(X)
+    if taken:
+        close([a.astype(np.float32) for a in got], [b.astype(np.float32) for b in want], 1e-2)
+    else:
+        same([got[0].view(np.uint16)], [want[0].view(np.uint16)])
+        quotients = np.abs(got[0].astype(np.float32))
+        assert np.count_nonzero((quotients > 0) & (quotients < np.finfo(np.float32).tiny)) > 0   # kept
+
+
 def test_a_condition_of_other_bytes_than_0_and_1_runs_node_by_node(monkeypatch):
     """numpy takes any nonzero byte of a bool array as True; the program reads the bytes as 0 and 1."""
     def fn(x, k):

@@ -132,6 +132,11 @@ class Program:
         self.subnormal_checks = []   # the f32 sources of casts to bf16, scanned after a run
         self.scan_items = 0   # the largest of them, in elements (the scan's scratch, made on the first run)
         self._scan = None
+        # (kind, value, items, bits): bf16 sources of a div or mul by a constant, scanned after a
+        # run for a nonzero magnitude below ``bits`` (a bf16 pattern), whose result oneDNN would
+        # store as 0 where the nodes keep a subnormal (``segment_plain.binary``)
+        self.small_checks = []
+        self._scan16 = None
         self.natives = {}     # threads -> the calls as one compiled loop (``_native.py``)
         self.alias = {}       # value -> the value whose bytes it is (a reshape's, a view's)
         self.offset = {}      # value -> its first item's place in its alias's bytes, where not 0
@@ -623,7 +628,24 @@ class Program:
                 for out, (name, _) in zip(made, self.finals)]
 
     def _checks_pass(self, arrays) -> bool:
-        return self._no_subnormals(arrays) and self._no_constant_rows(arrays)
+        return self._no_subnormals(arrays) and self._no_small_sources(arrays) and self._no_constant_rows(arrays)
+
+    def _no_small_sources(self, arrays) -> bool:
+        """False where a bf16 div's or mul's source may make a subnormal result (``small_checks``)."""
+        if not self.small_checks:
+            return True
+        if self._scan16 is None:
+            self._scan16 = np.empty(max(items for _, _, items, _ in self.small_checks), np.uint16)
+        for kind, value, items, bits in self.small_checks:
+            source = value.view(np.uint16)[:items] if kind == "buf" else arrays[value].reshape(-1)[:items].view(np.uint16)
+            if not source.size:
+                continue
+            scan = self._scan16[:source.size]
+            np.bitwise_and(source, np.uint16(0x7FFF), out=scan)
+            np.subtract(scan, np.uint16(1), out=scan)   # 0 wraps around
+            if int(scan.min()) < bits - 1:   # 0 < |source| < the bound
+                return False
+        return True
 
     def _no_constant_rows(self, arrays) -> bool:
         """False where a layer norm's row may hold equal values (``segment_plain.py``)."""

@@ -102,6 +102,9 @@ def _padded(shape, rank) -> tuple:
     return (1,) * (rank - len(shape)) + tuple(shape)
 
 
+TINY = float(np.finfo(np.float32).tiny)   # bf16's smallest normal too
+
+
 def _largest(a) -> float:
     return float(np.max(np.abs(a.astype(np.float64)))) if a.size else 0.0
 
@@ -498,10 +501,32 @@ def binary(p, s, constants):
     _made(p, s)
     p.calls.append((prim, {C.ARG_SRC: p._arg(first), C.ARG_SRC_1: second_arg, C.ARG_DST: p._arg(s.out)},
                     math.prod(s.shape)))
+    if s.dtype != np.float32 and s.op in ("div", "mul") and b in constants:
+        _small_check(p, first, s, constants[b])
     if s.op == "div":
         p.bound_steps.append(("div", s.out, (a,), divisor(constants[b])))
     else:
         p.bound_steps.append((s.op, s.out, (a, b), None))
+
+
+def _small_check(p, source, s, c) -> None:
+    """oneDNN stores a bf16 result below bf16's smallest normal as 0, where the nodes keep a
+    subnormal: a bf16 div or mul by the constant ``c`` makes one only from a source of magnitude
+    below tiny * max|c| (div) or tiny / min|c| (mul, over its nonzero entries), which the program
+    scans for after the run (``Program.small_checks``)."""
+    magnitude = np.abs(np.asarray(c, np.float64)).reshape(-1)
+    if s.op == "div":
+        bound = TINY * float(magnitude.max())
+    else:
+        nonzero = magnitude[magnitude > 0]
+        if not nonzero.size:
+            return   # a product by 0 is 0 on every engine
+        bound = TINY / float(nonzero.min())
+    bits = np.array([min(bound, 3.0e38)], np.float32).view(np.uint32)[0]
+    bf16 = int(bits >> 16) + (1 if bits & 0xFFFF else 0)   # the smallest bf16 of at least the bound
+    kind, where = p._arg(source)
+    items = math.prod(s.shape)
+    p.small_checks.append((kind, where[:2 * items] if kind == "buf" else where, items, min(bf16, 0x7F80)))
 
 
 def select(p, s, constants):
