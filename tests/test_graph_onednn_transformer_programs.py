@@ -345,6 +345,23 @@ def test_a_bf16_div_whose_quotients_may_be_subnormal_runs_node_by_node(divisor, 
         assert np.count_nonzero((quotients > 0) & (quotients < np.finfo(np.float32).tiny)) > 0   # kept
 
 
+@pytest.mark.parametrize("keep", [KEEP, KEEP[:1]], ids=["per-image", "shared"])
+def test_an_attention_s_select_runs_in_lanes(keep, monkeypatch):
+    """Each lane reads its images' rows of the condition, or all of a condition of first dim 1."""
+    from polyeng.backends.onednn import lanes
+    monkeypatch.setattr(lanes, "threads_now", lambda: 2)
+    monkeypatch.setattr(lanes, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(lanes, "available_cores", lambda: 2)
+    monkeypatch.setattr(lanes.trials, "choose", lambda key, n: (n, False))   # the lanes where they build
+
+    def fn(x, k):
+        return filled_scores(x, k, MIN)
+    got, taken, want, g = _runs(fn, X, keep)
+    entry = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0]
+    assert taken and len(entry.program._lanes[2]) == 2
+    close(got, want)
+
+
 def test_a_condition_of_other_bytes_than_0_and_1_runs_node_by_node(monkeypatch):
     """numpy takes any nonzero byte of a bool array as True; the program reads the bytes as 0 and 1."""
     def fn(x, k):
