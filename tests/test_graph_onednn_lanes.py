@@ -67,7 +67,7 @@ def lanes(monkeypatch):
     """The lanes module with fresh trials, on a budget of two threads and two cores;
     ``module.taken`` lists the lane counts of the runs in lanes that gave results."""
     from polyeng.backends.onednn import lanes as module
-    monkeypatch.setattr(module, "trials", thread_trials.Trials())
+    monkeypatch.setattr(module, "trials", thread_trials.Trials(warmup=module.LANE_WARMUP))
     monkeypatch.setattr(module, "threads_now", lambda: 2)
     monkeypatch.setattr(module, "get_num_threads", lambda: 2)
     monkeypatch.setattr(module, "available_cores", lambda: 2)
@@ -167,7 +167,7 @@ def test_the_trials_keep_the_faster_of_the_lanes_and_the_compiled_loop_on_one_th
         clock[0] += 3.0 if len(lanes_) > 1 else 1.0
         return real_lanes(self, lanes_, arrays, threads)
     monkeypatch.setattr(type(program), "_in_lanes", timed_lanes)
-    for _ in range(thread_trials.WARMUP + 2 * thread_trials.TRIALS + 1):
+    for _ in range(lanes.LANE_WARMUP + 2 * thread_trials.TRIALS + 1):
         g(x)
     trial = lanes.trials._trials[(id(program), 2)]
     assert trial.chosen == 1   # the whole program in the compiled loop
@@ -194,7 +194,7 @@ def test_without_lanes_the_trials_keep_the_faster_of_the_compiled_loop_and_the_w
             clock[0] += 1.0
         return real_whole(arrays, *rest)
     monkeypatch.setattr(program.whole, "run", whole)
-    for _ in range(thread_trials.WARMUP + 2 * thread_trials.TRIALS + 1):
+    for _ in range(lanes.LANE_WARMUP + 2 * thread_trials.TRIALS + 1):
         got = g(x)
     trial = lanes.trials._trials[(id(program), 2, "whole")]
     assert trial.chosen == 2   # the whole program, each primitive on the budget
@@ -326,3 +326,15 @@ def test_while_another_thread_builds_the_lanes_a_run_takes_the_whole_program(lan
     assert lanes.taken == [] and 2 not in program._lanes   # nothing cached: built on the next run
     close(g(x), _nodes(x))
     assert lanes.taken == [2]
+
+
+def test_the_lanes_first_calls_are_not_timed(lanes):
+    """The lanes of a new program may run at one thread's speed for their first calls (their worker
+    not yet on a core of its own): the trials time none of the first ``LANE_WARMUP`` calls."""
+    x, g = _planned(4)
+    program = _program(g)
+    for _ in range(lanes.LANE_WARMUP):
+        g(x)
+    trial = lanes.trials._trials[(id(program), 2)]
+    assert trial.best_one == trial.best_budget == float("inf") and not trial.chosen
+    assert lanes.taken and set(lanes.taken) == {2}   # the warm-up calls ran in the lanes

@@ -489,11 +489,12 @@ def test_lanes_take_rows_of_images_and_inputs_broadcast_along_the_batch(monkeypa
 
 def with_positions(x, positions):
     """An input of (sequence, features) added to (batch, sequence, features): aligned from the
-    right, its first dim is the sequence's, which no lane may split as images."""
+    right, its first dim is the sequence's, which no lane may split as images: every lane reads it
+    whole."""
     return polyeng.gelu(polyeng.linear(polyeng.layer_norm(polyeng.add(x, positions), (D,), G, BETA), W1, B1))
 
 
-def test_an_input_aligned_from_the_right_keeps_the_program_in_one_lane(monkeypatch):
+def test_an_input_aligned_from_the_right_is_read_whole_by_every_lane(monkeypatch):
     from polyeng.backends.onednn import lanes
     monkeypatch.setattr(lanes, "threads_now", lambda: 2)
     monkeypatch.setattr(lanes, "get_num_threads", lambda: 2)
@@ -502,7 +503,8 @@ def test_an_input_aligned_from_the_right_keeps_the_program_in_one_lane(monkeypat
     x = RNG.standard_normal((S, S, D)).astype(np.float32)   # the batch as long as the sequence
     got, taken, want, g = _runs(with_positions, x, _w(S, D, scale=3.0))
     entry = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0]
-    assert taken and entry.program.batch == 1
+    assert taken and entry.program.batch == S and len(entry.program._lanes[2]) == 2
+    assert entry.program.rows[:2] == [1, 0]   # x split by images, the positions whole
     close(got, want)
 
 

@@ -41,9 +41,11 @@ class Trials:
     """The trials of one kind of kernel, by key (the key includes the budget: a budget of 4 and
     one of 2 are separate trials)."""
 
-    def __init__(self, limit: int = 4096):
+    def __init__(self, limit: int = 4096, warmup: int = WARMUP):
+        """``warmup``: first calls of each key not timed (on the budget)."""
         self._trials: dict = {}
         self._limit = limit
+        self._warmup = warmup
         self._lock = threading.Lock()
 
     def choose(self, key, n: int):
@@ -63,9 +65,9 @@ class Trials:
             trial.__init__()   # try again: the machine's load may have changed
         calls = trial.calls
         trial.calls = calls + 1
-        if calls < WARMUP:
+        if calls < self._warmup:
             return n, False
-        return (1 if (calls - WARMUP) % 2 else n), True
+        return (1 if (calls - self._warmup) % 2 else n), True
 
     def record(self, key, n: int, threads: int, seconds: float) -> None:
         """A timed call of ``key`` (budget ``n``) ran on ``threads`` threads in ``seconds``."""
@@ -76,7 +78,7 @@ class Trials:
             trial.best_one = min(trial.best_one, seconds)
         else:
             trial.best_budget = min(trial.best_budget, seconds)
-        if trial.calls >= WARMUP + 2 * TRIALS:
+        if trial.calls >= self._warmup + 2 * TRIALS:
             trial.chosen = 1 if trial.best_one <= trial.best_budget else n
             trial.kept = 0
 

@@ -334,15 +334,26 @@ ALIGNED = frozenset({"add", "mul", "fused_softmax", "matmul", "concat", "select"
 def _lane_rows(steps, inputs, input_shapes, output_shapes, shapes, constants):
     """(batch, rows per image of each input then output) for lanes: the batch is the smallest first
     dim above 1 of the inputs, each of whose first dims is a multiple of it, or 1 where only
-    broadcasting steps read it (each lane reads it whole); (1, None) where lanes cannot split."""
+    broadcasting steps read it (each lane reads it whole); an input that only broadcasting steps
+    read, each with fewer dims than its result (a position table of (sequence, features) added to
+    (batch, sequence, features)), is aligned from the right, away from the batch: each lane reads
+    it whole too. (1, None) where lanes cannot split."""
     firsts = [shape[0] for shape in input_shapes if shape]
-    if len(firsts) != len(input_shapes) or not any(f > 1 for f in firsts):
+    if len(firsts) != len(input_shapes):
         return 1, None
     from ..backends.onednn.segment import _names
-    n = min(f for f in firsts if f > 1)
+    readers = {name: [s for s in steps if name in _names(s.reads)] for name in inputs}
+    whole = {name for name, shape in zip(inputs, input_shapes)
+             if readers[name] and all(s.op in BROADCASTING and len(shape) < len(s.shape) for s in readers[name])}
+    split = [f for name, f in zip(inputs, firsts) if name not in whole]
+    if not any(f > 1 for f in split):
+        return 1, None
+    n = min(f for f in split if f > 1)
     rows = []
     for name, f in zip(inputs, firsts):
-        if f == 1:
+        if name in whole:
+            rows.append(0)
+        elif f == 1:
             if any(s.op not in BROADCASTING for s in steps if name in _names(s.reads)):
                 return 1, None
             rows.append(0)
@@ -359,8 +370,8 @@ def _lane_rows(steps, inputs, input_shapes, output_shapes, shapes, constants):
             continue
         for name in _names(s.reads):
             shape = shapes.get(name)
-            if name in constants or shape is None or (name in inputs and shape[0] == 1):
-                continue   # a constant is never split; an input of first dim 1 is read whole
+            if name in constants or shape is None or (name in inputs and shape[0] == 1) or name in whole:
+                continue   # a constant is never split; an input of first dim 1, or aligned away from the batch, is read whole
             if len(shape) != len(s.shape) or shape[0] != s.shape[0]:
                 return 1, None   # not rows of images: a position table of (sequence, features), say
     return n, rows

@@ -41,7 +41,13 @@ from ...engine.threads import available_cores, get_num_threads, threads_now
 from ._lib import OneDNNError
 from .segment import Step, Unsupported
 
-trials = Trials()   # per program and lane count: whole, or in lanes
+# per program and lane count: whole, or in lanes. The lanes' first calls are not timed: on a
+# 2-core virtual machine the bundled encoder's two lanes ran at one thread's speed (5.6-6.1 ms)
+# for their first 8 to 13 calls, then at 2.9-3.1 ms, as the system came to run the lane's worker
+# thread on the other core; with one untimed call the trials kept the one-thread loop in 3 of 4
+# processes
+LANE_WARMUP = 20
+trials = Trials(warmup=LANE_WARMUP)
 _MISSING = object()
 
 
