@@ -401,9 +401,12 @@ _W_UP = _w(8, 16, 1)
     (lambda y: polyeng.upsample_nearest(y, scale_factor=2), True),
     (lambda y: polyeng.upsample_bilinear2d(y, scale_factor=2), True),
     (lambda y: polyeng.upsample_bilinear2d(y, size=(40, 36)), True),
+    (lambda y: polyeng.upsample_bilinear2d(y, size=(5, 4)), True),
+    (lambda y: polyeng.upsample_bilinear2d(y, size=(15, 14)), False),   # oneDNN's source coordinates round otherwise
     (lambda y: polyeng.upsample_nearest(y, scale_factor=0.5), False),   # oneDNN takes the odd pixels
     (lambda y: polyeng.upsample_bilinear2d(y, scale_factor=2, align_corners=True), False),
-], ids=["nearest-x2", "bilinear-x2", "bilinear-size", "nearest-half", "bilinear-corners"])
+], ids=["nearest-x2", "bilinear-x2", "bilinear-size", "bilinear-down", "bilinear-size-15x14", "nearest-half",
+        "bilinear-corners"])
 def test_upsampling_runs_in_the_program_where_onednn_s_sources_are_pytorch_s(up, held):
     """A UNet's way up: the program holds oneDNN's resampling where it picks and weighs PyTorch's
     sources (the ONEDNN kernels' rule), and ends before it otherwise."""
