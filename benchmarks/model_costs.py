@@ -82,25 +82,8 @@ def _entries(cases):
 
 def _path_and_inputs(entry):
     """(file path, {name: array}) as ``bench --models`` makes them."""
-    from polyeng import models
-    from polyeng.bench.inputs import model_inputs
-    from polyeng.bench.models import SIZES
-    from polyeng.bench.runtimes import load_graph
-    if entry.get("vision"):
-        from polyeng.models import vision_zoo
-        path = str(vision_zoo.cached_export(entry["model"], entry["exporter"]))
-    elif entry.get("text"):
-        from polyeng.models import text_zoo
-        path = str(text_zoo.cached_export(entry["model"], entry["exporter"]))
-    else:
-        path = str(models.path(entry["file"]))
-    graph = load_graph(path)
-    if entry.get("text"):
-        from polyeng.models import text_zoo
-        feed = text_zoo.example_inputs(entry["model"], entry["text"]["batch"], entry["text"]["sequence"])
-        inputs = model_inputs(graph, {name: (array, "text_zoo") for name, array in feed.items()}, {})
-    else:
-        inputs = model_inputs(graph, {}, SIZES[entry["model"]])
+    from polyeng.bench.models import file_graph_and_inputs
+    path, _, inputs = file_graph_and_inputs(entry)
     return path, {i["name"]: a for i, a in zip(inputs.described, inputs.arrays)}
 
 

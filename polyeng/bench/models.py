@@ -72,8 +72,9 @@ def model_files(cases: str | None) -> list[dict]:
     return wanted
 
 
-def _runners(entry: dict, threads: int, torch, torch_models: dict):
-    """(name -> no-argument callable returning a list of numpy arrays, name -> error, inputs)."""
+def file_graph_and_inputs(entry: dict):
+    """(the file's path, its loaded graph, its inputs) of one entry of ``model_files``: a vision or
+    text model exported into the user's cache first."""
     if entry.get("vision"):
         from ..models import vision_zoo
         path = str(vision_zoo.cached_export(entry["model"], entry["exporter"]))
@@ -89,6 +90,12 @@ def _runners(entry: dict, threads: int, torch, torch_models: dict):
         inputs = model_inputs(graph, {name: (array, "text_zoo") for name, array in feed.items()}, {})
     else:
         inputs = model_inputs(graph, {}, SIZES[entry["model"]])
+    return path, graph, inputs
+
+
+def _runners(entry: dict, threads: int, torch, torch_models: dict):
+    """(name -> no-argument callable returning a list of numpy arrays, name -> error, inputs)."""
+    path, graph, inputs = file_graph_and_inputs(entry)
     arrays, runners, errors = inputs.arrays, {}, {}
 
     def in_scope(g, engine, mode="strict"):
