@@ -46,9 +46,7 @@ TYPES = segment_plain.TYPES   # the storage a program holds: f32, and bf16 (a mi
 # the magnitude from which a sum rounds to an f32 infinity: the largest f32 plus half its unit
 SUM_TO_INF = float(np.finfo(np.float32).max) + 2.0 ** 103
 CHECKED_CAST = 1 << 22   # elements of the largest f32 value a cast to bf16 in a program may read
-# an f32's bits without its sign, less 1 (0 wraps to the largest), lie below this just where it is
-# subnormal: one reduction finds any
-SUBNORMAL_BELOW = np.uint32(0x7FFFFF)
+SMALLEST_NORMAL = 0x00800000   # the bits of f32's smallest normal: below it (and above 0), subnormal
 LIMIT = 1e36   # bounds above this might overflow somewhere (hardswish's formula passes f32's maximum from 5.7e37)
 
 # activation -> bound of the result from the bound b of its input
@@ -638,12 +636,7 @@ class Program:
             self._scan16 = np.empty(max(items for _, _, items, _ in self.small_checks), np.uint16)
         for kind, value, items, bits in self.small_checks:
             source = value.view(np.uint16)[:items] if kind == "buf" else arrays[value].reshape(-1)[:items].view(np.uint16)
-            if not source.size:
-                continue
-            scan = self._scan16[:source.size]
-            np.bitwise_and(source, np.uint16(0x7FFF), out=scan)
-            np.subtract(scan, np.uint16(1), out=scan)   # 0 wraps around
-            if int(scan.min()) < bits - 1:   # 0 < |source| < the bound
+            if source.size and _holds_small(source, self._scan16, bits):   # 0 < |source| < the bound
                 return False
         return True
 
@@ -672,12 +665,20 @@ class Program:
             if not source.size:
                 continue
             bits = np.ascontiguousarray(source, F32).reshape(-1).view(np.uint32)
-            scan = self._scan[:bits.size]
-            np.bitwise_and(bits, np.uint32(0x7FFFFFFF), out=scan)
-            np.subtract(scan, np.uint32(1), out=scan)   # 0 wraps around
-            if scan.min() < SUBNORMAL_BELOW:   # oneDNN's cast flushed it: the nodes round it
+            if _holds_small(bits, self._scan, SMALLEST_NORMAL):   # oneDNN's cast flushed it: the nodes round it
                 return False
         return True
+
+
+def _holds_small(bits, scratch, below: int) -> bool:
+    """Whether the float bit patterns ``bits`` (f32 as uint32, bf16 as uint16) hold a nonzero
+    magnitude whose pattern is below ``below``: a magnitude's bits less 1 (0 wraps to the
+    largest) lie below ``below - 1`` just then, and one reduction finds any. ``scratch``: at least
+    as many items of ``bits``'s dtype."""
+    scan = scratch[:bits.size]
+    np.bitwise_and(bits, bits.dtype.type(np.iinfo(bits.dtype).max >> 1), out=scan)   # the sign off
+    np.subtract(scan, bits.dtype.type(1), out=scan)
+    return int(scan.min()) < below - 1
 
 
 def _mask_range(a):
