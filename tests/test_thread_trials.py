@@ -6,7 +6,7 @@ import pytest
 
 import polyeng
 from polyeng.engine import thread_trials, threads
-from polyeng.engine.thread_trials import RECHECK, TRIALS, WARMUP, Trials
+from polyeng.engine.thread_trials import RECHECKS, TRIALS, WARMUP, Trials
 
 CALLS = WARMUP + 2 * TRIALS
 
@@ -48,10 +48,23 @@ def test_budgets_are_tried_apart_and_the_choice_is_made_again_later():
     trials = Trials()
     run_trials(trials, ("k", 2), 2, lambda t: 1.0 if t == 1 else 2.0)
     assert trials.choose(("k", 4), 4) == (4, False)   # another key: its own warm-up
-    for _ in range(RECHECK):
+    for _ in range(RECHECKS[0]):
         assert trials.choose(("k", 2), 2) == (1, False)
     assert trials.choose(("k", 2), 2) == (2, False)   # the recheck starts again with a warm-up call
     assert ("k", 2) not in trials.chosen()
+
+
+def test_each_choice_is_kept_longer_than_the_one_before():
+    trials, kept = Trials(), []
+    for made in range(len(RECHECKS) + 1):
+        run_trials(trials, "k", 2, lambda t: 1.0 if t == 1 else 2.0)
+        count = 0
+        while trials.choose("k", 2) == (1, False):
+            count += 1
+        kept.append(count)
+        # that call started the next trials' warm-up: the helper runs them from their start
+        trials._trials["k"].calls = 0
+    assert kept == list(RECHECKS) + [RECHECKS[-1]]
 
 
 def test_trials_off_give_the_budget(monkeypatch):

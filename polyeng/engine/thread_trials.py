@@ -9,7 +9,9 @@ enters several parallel regions per call pays it in each: on a 2-core virtual ma
 as fast on two. So each kernel and size (a oneDNN primitive, a numba kernel and its output size)
 runs its first calls alternately on the budget and on one thread, and then keeps the faster
 (one thread on a tie: it leaves the other cores free). The choice is made again after
-``RECHECK`` calls, since the machine's load changes.
+``RECHECKS`` calls, since the machine's load changes: soon after the first (a first choice made
+while another library's threads still held a core, as one process running onnxruntime and then
+polyeng has, was kept for 4,096 calls), then less and less often.
 
 ``Trials.choose(key, n)`` returns the threads for this call and whether to time it;
 ``Trials.record`` takes the time. ``enabled = False`` turns the trials off (every call takes
@@ -23,18 +25,20 @@ enabled = True
 
 WARMUP = 1       # first calls not timed: first-touch page faults, caches filling
 TRIALS = 3       # timed calls on each of the two choices
-RECHECK = 4096   # calls on the kept choice before the trials run again
+RECHECKS = (64, 256, 1024, 4096)   # calls on the kept choice before the trials run again, by choice
+RECHECK = RECHECKS[-1]             # from the fourth choice on
 
 
 class _Trial:
     """One kernel's trials: calls so far, and the fastest time seen on the budget and on one thread."""
-    __slots__ = ("calls", "best_budget", "best_one", "chosen", "kept")
+    __slots__ = ("calls", "best_budget", "best_one", "chosen", "kept", "made")
 
-    def __init__(self):
+    def __init__(self, made: int = 0):
         self.calls = 0
         self.best_budget = self.best_one = float("inf")
         self.chosen = 0   # 0 while trying, else the kept count (1 or the budget)
         self.kept = 0     # calls since the choice
+        self.made = made  # choices made before this one
 
 
 class Trials:
@@ -60,9 +64,9 @@ class Trials:
                 trial = self._trials.setdefault(key, _Trial())
         if trial.chosen:
             trial.kept += 1
-            if trial.kept <= RECHECK:
+            if trial.kept <= RECHECKS[min(trial.made, len(RECHECKS) - 1)]:
                 return trial.chosen, False
-            trial.__init__()   # try again: the machine's load may have changed
+            trial.__init__(trial.made + 1)   # try again: the machine's load may have changed
         calls = trial.calls
         trial.calls = calls + 1
         if calls < self._warmup:
