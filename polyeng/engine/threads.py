@@ -16,7 +16,8 @@
   libgomp yet, it loads it with ``OMP_WAIT_POLICY=PASSIVE`` in the environment (libgomp reads it
   once, as it loads) and restores the environment at once. If libgomp is already loaded (another
   library started it), its policy is unknown, so numba's pool runs on its ``workqueue`` layer,
-  which never spins. Variables the user set (``OMP_WAIT_POLICY``, ``NUMBA_THREADING_LAYER``,
+  which never spins. (oneDNN programs' lane threads alone try for work for 0.5 ms after a run,
+  yielding their core between tries: ``backends/onednn/_lane_worker.py``.) Variables the user set (``OMP_WAIT_POLICY``, ``NUMBA_THREADING_LAYER``,
   ``NUMBA_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``POLYENG_NUM_THREADS``) always win.
 
 ``policy()`` reports what is in force; ``polyeng info`` prints it.
@@ -122,21 +123,31 @@ def _machine_cores() -> int:
     return os.cpu_count() or available_cores()
 
 
+def _own_running(tasks: str) -> int:
+    """This process's threads running now (state R in /proc/self/task/*/stat)."""
+    own = 0
+    for task in os.listdir(tasks):
+        try:
+            with open(os.path.join(tasks, task, "stat"), "rb") as f:
+                stat = f.read()
+        except OSError:   # the thread ended meanwhile
+            continue
+        own += stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"R"
+    return own
+
+
 def _others_running(loadavg: str = "/proc/loadavg", tasks: str = "/proc/self/task") -> int:
     """Threads of other processes running now: /proc/loadavg's count of runnable threads less this
     process's own (another library's workers spinning here, torch's, are not a busy neighbour),
-    and 0 where they cannot be read. Read between kernels, when polyeng's own pools are idle."""
+    and 0 where they cannot be read. Read between kernels, when polyeng's own pools are idle.
+    This process's threads are counted before and after the load is read, and the larger count
+    is taken: a thread that stopped waiting for work in between (a oneDNN lane worker's, which
+    tries for a while before it sleeps) was counted in the load as running."""
     try:
+        before = _own_running(tasks)
         with open(loadavg) as f:
             running = int(f.read().split()[3].split("/")[0])
-        own = 0
-        for task in os.listdir(tasks):
-            try:
-                with open(os.path.join(tasks, task, "stat"), "rb") as f:
-                    stat = f.read()
-            except OSError:   # the thread ended meanwhile
-                continue
-            own += stat[stat.rindex(b")") + 2:stat.rindex(b")") + 3] == b"R"
+        own = max(before, _own_running(tasks))
     except (OSError, ValueError, IndexError):
         return 0
     return max(0, running - own)
