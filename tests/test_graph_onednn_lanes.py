@@ -134,26 +134,68 @@ def test_without_the_compiled_loop_lanes_run_from_python(lanes, monkeypatch):
     assert lanes.taken == [2]
 
 
-def test_a_lane_that_raises_raises_in_the_caller_and_the_next_run_is_whole(lanes, monkeypatch):
-    from polyeng.backends.onednn import segment
+@pytest.mark.parametrize("worker", ["compiled", "python"])
+def test_a_lane_that_raises_raises_in_the_caller_and_the_next_run_is_whole(lanes, monkeypatch, worker):
+    from polyeng.backends.onednn import _lane_worker, segment
+    if worker == "compiled" and not _lane_worker.available():
+        pytest.skip("the lane worker's loop does not compile here")
+    if worker == "python":
+        monkeypatch.setattr(_lane_worker, "available", lambda: False)
     _choose(monkeypatch, lanes, True)
     x, g = _planned(4)
     g(x)   # builds the lanes
     program = _program(g)
     second = program._lanes[2][1][2]
-    real = segment.Program.run
+    name = "native_task" if worker == "compiled" else "run"   # how the other thread's lane starts
+    real = getattr(segment.Program, name)
 
     def failing(self, *args):
         if self is second:
             raise RuntimeError("lane failed")
         return real(self, *args)
-    monkeypatch.setattr(segment.Program, "run", failing)
+    monkeypatch.setattr(segment.Program, name, failing)
     with pytest.raises(RuntimeError, match="lane failed"):
         g(x)
-    monkeypatch.setattr(segment.Program, "run", real)
+    monkeypatch.setattr(segment.Program, name, real)
     del lanes.taken[:]
     close(g(x), _nodes(x))   # the lanes' locks were released
     assert lanes.taken == [2]
+
+
+def test_a_lane_worker_failing_an_execution_names_it_and_the_next_run_stands(lanes, monkeypatch):
+    from polyeng.backends.onednn import _lane_worker, _lib, _native, _native_loops
+    if not _lane_worker.available():
+        pytest.skip("the lane worker's loop does not compile here")
+    _choose(monkeypatch, lanes, True)
+    x, g = _planned(4)
+    want = g(x)
+    nothing = np.zeros(64, np.uint64)   # null memory handles: oneDNN turns the first binding down
+    real = _native.Native.row
+
+    def bad_row(self, pointers, out):
+        real(self, pointers, out)
+        out[_native_loops.BOUND] = nothing.ctypes.data
+    monkeypatch.setattr(_native.Native, "row", bad_row)
+    with pytest.raises(_lib.OneDNNError, match="dnnl_memory_set_data_handle"):
+        g(x)
+    monkeypatch.setattr(_native.Native, "row", real)
+    del lanes.taken[:]
+    got = g(x)
+    assert lanes.taken == [2] and all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
+def test_a_lane_worker_waited_for_twice_returns_at_once():
+    """A wait that a signal handler's exception cut short after the task was taken (the caller
+    waits again) must not wait for a task that was never posted."""
+    from polyeng.backends.onednn import _lane_worker
+    if not _lane_worker.available():
+        pytest.skip("the lane worker's loop does not compile here")
+    worker = _lane_worker.workers(1)[0]
+    with worker.lock:
+        worker.post([])
+        worker.wait()
+        worker.wait()
+        assert worker.statuses() == [] and worker._done[0] == worker._posted
 
 
 def test_the_trials_keep_the_faster_of_the_lanes_and_the_compiled_loop_on_one_thread(lanes, monkeypatch):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import threading
 import weakref
-from ctypes import c_int, c_size_t
 
 import numpy as np
 
@@ -26,13 +25,8 @@ from .._address import address
 from ._lib import ExecArg, OneDNNError, _state, engine, lib, new, note_threads, stream
 from ._primitive import aligned_empty
 
-_EXECUTE = ctypes.CFUNCTYPE(c_int, c_size_t, c_size_t, c_int, c_size_t)
-_WAIT = ctypes.CFUNCTYPE(c_int, c_size_t)
-_SET_DATA = ctypes.CFUNCTYPE(c_int, c_size_t, c_size_t)
-_SET_THREADS = ctypes.CFUNCTYPE(None, c_int)
-
 _state_lock = threading.Lock()
-_loop: dict = {}   # "fns": the ctypes function objects, "run": the compiled loop; "error": why not
+_loop: dict = {}   # "fns": the C functions' addresses, "run": the compiled loop; "error": why not
 
 
 def _address_of(fn) -> int:
@@ -40,33 +34,28 @@ def _address_of(fn) -> int:
 
 
 def _compile():
-    from ..numba._runtime import jit
-
-    @jit
-    def run_calls(execute, wait, set_data, set_threads, stream_handle, handles, counts, packed, threads,
-                  bound, sources, pointers):
-        """0, or -(1 + j) when setting binding j failed, or (call index + 1) * 1000 + status."""
-        for j in range(bound.size):
-            if set_data(bound[j], pointers[sources[j]]) != 0:
-                return -(1 + j)
-        current = -1
-        for i in range(handles.size):
-            if threads[i] != current:
-                current = threads[i]
-                set_threads(current)
-            status = execute(handles[i], stream_handle, counts[i], packed[i])
-            if status == 0:
-                status = wait(stream_handle)
-            if status != 0:
-                return (i + 1) * 1000 + status
-        return 0
+    from ._native_loops import run_calls
     return run_calls
 
 
+def _c_library_addresses() -> list:
+    """The addresses of the C library's functions that ``_native_loops.FUNCTIONS`` names (0 for
+    one it lacks: then lanes run on Python threads, ``_lane_worker.py``)."""
+    libc = ctypes.CDLL(None)
+    found = []
+    for name in ("sem_trywait", "sem_wait", "sem_post", "sched_yield", "clock_gettime"):
+        try:
+            found.append(_address_of(getattr(libc, name)))
+        except AttributeError:
+            found.append(0)
+    return found
+
+
 def _functions():
-    """(execute, wait, set_data, set_threads, compiled loop), or None where it cannot be made."""
+    """(the C functions' addresses as ``_native_loops.FUNCTIONS`` orders them, the compiled
+    loop), or None where the loop cannot be made."""
     if "run" in _loop:
-        return _loop["fns"] + (_loop["run"],)
+        return _loop["fns"], _loop["run"]
     if "error" in _loop:
         return None
     with _state_lock:
@@ -76,15 +65,16 @@ def _functions():
                 omp = _state.get("omp")
                 if omp is None:
                     raise RuntimeError("libgomp's omp_set_num_threads was not found")
-                fns = (_EXECUTE(_address_of(l.dnnl_primitive_execute)), _WAIT(_address_of(l.dnnl_stream_wait)),
-                       _SET_DATA(_address_of(l.dnnl_memory_set_data_handle)), _SET_THREADS(_address_of(omp[0])))
-                run = _compile()
+                run_calls = _compile()
+                fns = np.array([_address_of(l.dnnl_primitive_execute), _address_of(l.dnnl_stream_wait),
+                                _address_of(l.dnnl_memory_set_data_handle), _address_of(omp[0])]
+                               + _c_library_addresses(), np.uint64)
                 nothing = np.zeros(0, np.uint64)
                 # compiled (or loaded from numba's cache) now, so that a failure is found here
-                if run(*fns, 0, nothing, np.zeros(0, np.int32), nothing, np.zeros(0, np.int32), nothing,
-                       np.zeros(0, np.int64), nothing) != 0:
+                if run_calls(fns, 0, nothing, np.zeros(0, np.int32), nothing, np.zeros(0, np.int32), nothing,
+                             np.zeros(0, np.int64), nothing) != 0:
                     raise RuntimeError("the compiled loop failed on no calls")
-                _loop["fns"], _loop["run"] = fns, run
+                _loop["fns"], _loop["run"] = fns, run_calls
             except Exception as exc:   # numba missing or failing: programs run from Python
                 _loop["error"] = f"{type(exc).__name__}: {exc}"
     return _functions() if "run" in _loop else None
@@ -154,16 +144,37 @@ class Native:
         self.threads = np.array(threads, np.int32)
         self.bound = np.array(bound, np.uint64)
         self.sources = np.array(sources, np.int64)
+        self._row = None   # the static part of a task table row (``row``)
 
     def run(self, arrays) -> None:
         """Executes every call on ``arrays`` (the run's inputs, then its outputs: C-contiguous)."""
-        execute, wait, set_data, set_threads, loop = _functions()
+        fns, loop = _functions()
         pointers = np.array([address(a) for a in arrays], np.uint64)
         note_threads(None)   # the loop sets this thread's OpenMP count: unknown until it returns
-        status = loop(execute, wait, set_data, set_threads, stream(), self.handles, self.counts, self.packed,
-                      self.threads, self.bound, self.sources, pointers)
+        status = loop(fns, stream(), self.handles, self.counts, self.packed, self.threads, self.bound, self.sources,
+                      pointers)
         note_threads(int(self.threads[-1]) if status == 0 and self.threads.size else None)
-        if status < 0:
-            raise OneDNNError("dnnl_memory_set_data_handle", 1)
-        if status:
-            raise OneDNNError("primitive execution", status % 1000)
+        raise_for(status)
+
+    def row(self, pointers, out) -> None:
+        """Writes this loop's run on ``pointers`` (the addresses of its arrays, as ``run`` takes
+        them) into ``out``, a task table row of ``_native_loops.py``."""
+        if self._row is None:
+            from . import _native_loops as L
+            row = np.zeros(L.ROW, np.int64)
+            row[L.HANDLES], row[L.CALLS] = address(self.handles), self.handles.size
+            row[L.COUNTS], row[L.PACKED], row[L.THREADS] = (address(self.counts), address(self.packed),
+                                                            address(self.threads))
+            row[L.BOUND], row[L.BOUND_N], row[L.SOURCES] = address(self.bound), self.bound.size, address(self.sources)
+            self._row = (row, L.POINTERS, L.POINTERS_N)
+        row, at, size = self._row
+        out[:] = row
+        out[at], out[size] = address(pointers), pointers.size
+
+
+def raise_for(status: int) -> None:
+    """OneDNNError for a compiled loop's nonzero status (``_native_loops.run_calls``)."""
+    if status < 0:
+        raise OneDNNError("dnnl_memory_set_data_handle", 1)
+    if status:
+        raise OneDNNError("primitive execution", status % 1000)

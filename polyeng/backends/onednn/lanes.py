@@ -5,14 +5,16 @@ thread.
 Run whole, a program's primitives each open an OpenMP parallel region, and each region wakes
 workers that sleep between kernels (polyeng's pools never spin, ``engine/threads.py``): tens of
 microseconds per primitive in a virtual machine, so that most primitives ran faster on one
-thread (``engine/thread_trials.py``) and a CNN used one core. In lanes the only wake-up is one
-lane thread's per run. ctypes lets go of the GIL while oneDNN executes, so one lane's primitive
-runs while the other lane's Python prepares its next one.
+thread (``engine/thread_trials.py``) and a CNN used one core. In lanes the calling thread runs
+the first lane and hands the others, as compiled loops and their arrays' addresses, to lane
+threads that wait in compiled code without the GIL (``_lane_worker.py``): one hand-over per
+run, of a few microseconds while the lane thread is still trying for work. Where that worker
+is not available (numba or POSIX semaphores wanting), lanes run on Python threads woken by a
+queue.
 
-Lanes do not split the Python work of a run, which every lane does for its own part, so a
-program of many small primitives can be slower in lanes. Each program's first calls therefore
-run alternately whole and in lanes (the trials of ``engine/thread_trials.py``, lanes in the
-place of the budget), and it keeps the faster; the trials run again after 4,096 calls.
+Each program's first calls run alternately whole and in lanes (the trials of
+``engine/thread_trials.py``, lanes in the place of the budget), and it keeps the faster; the
+trials run again after 64, 256, 1,024 and then every 4,096 calls.
 
 A program runs in lanes when its inputs have the batch (their first dimension, of at least 2)
 first, or whole rows of each image there (a transformer's (batch x sequence, features)), or
@@ -38,6 +40,7 @@ import numpy as np
 from ...engine.call import Prepared
 from ...engine.thread_trials import Trials
 from ...engine.threads import available_cores, get_num_threads, threads_now
+from . import _lane_worker, _native
 from ._lib import OneDNNError
 from .segment import Step, Unsupported
 
@@ -91,6 +94,7 @@ def _after_fork_in_child():
     global _workers_lock
     _workers_lock = threading.Lock()
     _workers.clear()   # the child has only the thread that forked
+    _lane_worker.after_fork_in_child()
 
 
 if hasattr(os, "register_at_fork"):
@@ -265,43 +269,98 @@ class Lanes:
             if not self.whole.bounded(arrays):
                 return None
             outs = [np.empty(shape, dtype) for shape, dtype in self.outputs_as]
-
-            n = len(arrays)
-
-            def run_group(group):
-                ok = True
-                for start, stop, program in group:
-                    if start is None:
-                        part = (list(arrays), outs)
-                    else:
-                        part = ([a[start * m:stop * m] if m else a for a, m in zip(arrays, self.rows)],
-                                [o[start * m:stop * m] for o, m in zip(outs, self.rows[n:])])
-                    ok = program.run(*part, 1, True) is not None and ok
-                return ok
             groups = _groups(lanes, threads)
-            pending, ok = [], False
+            if len(groups) > 1 and _lane_worker.available():
+                results = self._on_workers(groups, arrays, outs)
+                if results is not _MISSING:
+                    return results
+            return self._on_threads(groups, arrays, outs)
+        finally:
+            self._lock.release()
+
+    def _part(self, start, stop, arrays, outs):
+        """A lane's (inputs, outputs): the parts of ``arrays`` and ``outs`` of images start:stop."""
+        if start is None:
+            return list(arrays), outs
+        n = len(arrays)
+        return ([a[start * m:stop * m] if m else a for a, m in zip(arrays, self.rows)],
+                [o[start * m:stop * m] for o, m in zip(outs, self.rows[n:])])
+
+    def _on_workers(self, groups, arrays, outs):
+        """The lanes of ``groups[0]`` on this thread, the others' on ``_lane_worker`` threads:
+        the outputs, None where a run may not stand, or _MISSING where a worker or a lane's
+        program is busy (another thread runs them)."""
+        workers = _lane_worker.workers(len(groups) - 1)
+        taken = []   # locks held: the workers', then the programs' run by them
+        try:
+            for worker in workers:
+                if not worker.lock.acquire(blocking=False):
+                    return _MISSING
+                taken.append(worker.lock)
+            tasks = []
+            for group in groups[1:]:
+                runs = []
+                for start, stop, program in group:
+                    if not program.lock.acquire(blocking=False):
+                        return _MISSING
+                    taken.append(program.lock)
+                    part = self._part(start, stop, arrays, outs)
+                    runs.append((program, part[0], program.native_task(*part, 1)))
+                tasks.append(runs)
+            posted, interrupted = [], None
             try:
-                for group, worker in zip(groups[1:], _lane_workers(len(groups) - 1)):
-                    done = queue.SimpleQueue()
-                    worker.tasks.put((run_group, (group,), done))
-                    pending.append(done)
-                ok = run_group(groups[0])
+                for worker, runs in zip(workers, tasks):
+                    worker.post([task for _, _, task in runs])
+                    posted.append(worker)
+                ok = self._run_group(groups[0], arrays, outs)
             finally:   # every lane has finished before the call returns or raises
-                failure = interrupted = None
-                for done in pending:
+                for worker in posted:
                     while True:
                         try:
-                            good, value = done.get()
+                            worker.wait()
                             break
                         except KeyboardInterrupt as exc:   # wait on: the lane writes into outs
                             interrupted = exc
-                    if not good:
-                        failure = failure or value
-                    ok = ok and good and bool(value)
                 if interrupted is not None:
                     raise interrupted
-            if failure is not None:
-                raise failure
+            for runs, worker in zip(tasks, workers):
+                for (program, inputs, _), code in zip(runs, worker.statuses()):
+                    _native.raise_for(code)
+                    ok = program.checks_pass(inputs) and ok
             return outs if ok else None
         finally:
-            self._lock.release()
+            for lock in reversed(taken):
+                lock.release()
+
+    def _run_group(self, group, arrays, outs) -> bool:
+        ok = True
+        for start, stop, program in group:
+            ok = program.run(*self._part(start, stop, arrays, outs), 1, True) is not None and ok
+        return ok
+
+    def _on_threads(self, groups, arrays, outs):
+        """The lanes of ``groups[0]`` on this thread, the others' on Python threads."""
+        pending, ok = [], False
+        try:
+            for group, worker in zip(groups[1:], _lane_workers(len(groups) - 1)):
+                done = queue.SimpleQueue()
+                worker.tasks.put((self._run_group, (group, arrays, outs), done))
+                pending.append(done)
+            ok = self._run_group(groups[0], arrays, outs)
+        finally:   # every lane has finished before the call returns or raises
+            failure = interrupted = None
+            for done in pending:
+                while True:
+                    try:
+                        good, value = done.get()
+                        break
+                    except KeyboardInterrupt as exc:   # wait on: the lane writes into outs
+                        interrupted = exc
+                if not good:
+                    failure = failure or value
+                ok = ok and good and bool(value)
+            if interrupted is not None:
+                raise interrupted
+        if failure is not None:
+            raise failure
+        return outs if ok else None

@@ -32,6 +32,7 @@ import numpy as np
 
 from . import _constants as C
 from . import _native
+from .._address import address
 from ._lib import dims, new
 from ._primitive import Attr, Desc, Primitive, aligned_empty, desc, desc_any, reorder
 from ._packed import packed_weight
@@ -594,7 +595,7 @@ class Program:
                 for arg, (kind, value) in template.items():
                     args[arg] = value if kind == "buf" else arrays[value]
                 prim.run(args, threads or threads_for(work))
-            if not self._checks_pass(arrays):
+            if not self.checks_pass(arrays):
                 return None
             results = []
             for i, (name, step) in enumerate(self.finals):
@@ -609,8 +610,8 @@ class Program:
             self.lock.release()
 
 
-    def _run_native(self, arrays, outs, threads):
-        """``run`` with every primitive on ``threads`` in one compiled loop (``_native.py``)."""
+    def _native(self, threads):
+        """The compiled loop (``_native.py``) of this program with every primitive on ``threads``."""
         native = self.natives.get(threads)
         if native is None:
             inputs = len(self.inputs)
@@ -618,14 +619,28 @@ class Program:
             calls += [(step, {C.ARG_FROM: self._arg(name), C.ARG_TO: ("in", inputs + i)}, threads)
                       for i, (name, step) in enumerate(self.finals)]
             native = self.natives[threads] = _native.Native(calls)
+        return native
+
+    def native_task(self, arrays, outs, threads):
+        """(compiled loop, the addresses of its arrays) of a run on ``arrays`` into ``outs`` on
+        ``threads``, for another thread to run (``_lane_worker.py``); the caller holds ``lock``,
+        has checked ``bounded`` and calls ``checks_pass`` after the run."""
+        made = [out.reshape(self.shape[name]) for out, (name, _) in zip(outs, self.finals)]
+        return self._native(threads), np.array([address(a) for a in list(arrays) + made], np.uint64)
+
+    def _run_native(self, arrays, outs, threads):
+        """``run`` with every primitive on ``threads`` in one compiled loop (``_native.py``)."""
+        native = self._native(threads)
         made = [out.reshape(self.shape[name]) for out, (name, _) in zip(outs, self.finals)]
         native.run(list(arrays) + made)
-        if not self._checks_pass(arrays):
+        if not self.checks_pass(arrays):
             return None
         return [out if self.final_shape.get(name) is None else out.reshape(self.final_shape[name])
                 for out, (name, _) in zip(made, self.finals)]
 
-    def _checks_pass(self, arrays) -> bool:
+    def checks_pass(self, arrays) -> bool:
+        """Whether a run on ``arrays`` that has ended stands (its scans find nothing that oneDNN
+        computes otherwise than the nodes)."""
         return self._no_subnormals(arrays) and self._no_small_sources(arrays) and self._no_constant_rows(arrays)
 
     def _no_small_sources(self, arrays) -> bool:

@@ -1,0 +1,146 @@
+"""Lane threads that wait for their work in compiled code: no GIL, and no sleep at once.
+
+A lane thread woken from its sleep for each run (a queue, a condition) starts tens of
+microseconds after it is asked to in a virtual machine, where waking an idle virtual core goes
+through the host; it then waits for the GIL, which the caller holds while its own lane starts,
+and sleeps again for it. On a 2-core virtual machine the SqueezeNet of the vision tests at batch
+8, whose two lanes took 130 us each alone, took 285-325 us in lanes on a Python thread, and
+157-186 us on this worker; ``benchmarks/lane_wakeup.py`` measures the same on a small CNN.
+
+A ``Worker`` here is a thread that stays in one compiled function (``_native_loops.serve``),
+without the GIL, for its life. It takes a task (programs' compiled loops and the addresses of
+their arrays, written into its table) from a POSIX semaphore, trying for a while
+(``SPIN_NS``) before it sleeps, runs the loops, and posts a second semaphore, which the caller
+takes the same way. After each task the thread keeps trying for ``SPIN_NS`` and gives its core
+to any other thread that wants it between tries (``sched_yield``), so that the next run of a
+loop of runs finds it awake, and a busy core is not kept from the work that needs it.
+
+The C functions are found in the process's C library; where one is missing (no POSIX
+semaphores) or numba cannot compile the loops, ``available()`` is False and lanes run on
+Python threads.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from ctypes import c_int, c_size_t
+
+import numpy as np
+
+from ._lib import stream
+
+# how long a waiting thread tries before it sleeps: a run's own lanes end within a few hundred
+# microseconds of each other, and a loop of runs posts its next task within about 100 us
+SPIN_NS = 500_000
+SEM_BYTES = 64           # sizeof(sem_t) is 32 on 64-bit Linux; room to spare
+MAX_TASKS = 64           # programs per task
+
+_state: dict = {}
+_lock = threading.Lock()
+
+
+def _functions():
+    """(the C functions' addresses, ``sem_init``), or None where they cannot be had."""
+    if "fns" in _state:
+        return _state["fns"]
+    if "error" in _state:
+        return None
+    with _lock:
+        if "fns" not in _state and "error" not in _state:
+            try:
+                from . import _native
+                from . import _native_loops as L
+                loop = _native._functions()
+                if loop is None:
+                    raise RuntimeError("the programs' compiled loop is not available")
+                fns = loop[0]
+                if not fns.all():
+                    raise RuntimeError("the C library lacks POSIX semaphores, sched_yield or clock_gettime")
+                init = ctypes.CDLL(None).sem_init
+                init.argtypes, init.restype = (c_size_t, c_int, ctypes.c_uint), c_int
+                sem = np.zeros(SEM_BYTES, np.uint8)
+                if init(sem.ctypes.data, 0, 1) != 0:
+                    raise OSError("sem_init failed")
+                # compiled (or loaded from numba's cache) now: a semaphore of 1 is taken at once
+                L.acquire(fns, sem.ctypes.data, np.zeros(2, np.int64), 1000, np.zeros(1, np.int64))
+                _state["fns"] = (fns, init)
+            except Exception as exc:   # numba or the C library wanting: Python threads run the lanes
+                _state["error"] = f"{type(exc).__name__}: {exc}"
+    return _state.get("fns")
+
+
+def available() -> bool:
+    from . import _native
+    return _native.available() and _functions() is not None
+
+
+class Worker:
+    """A thread in ``_native_loops.serve``: ``post`` a task, then ``wait`` for it (from one
+    thread at a time: the caller holds ``lock``)."""
+
+    def __init__(self):
+        from . import _native_loops as L
+        self._L = L
+        self.fns, init = _functions()
+        self.lock = threading.Lock()
+        self.sems = np.zeros(2 * SEM_BYTES, np.uint8)
+        self.task_sem, self.done_sem = self.sems.ctypes.data, self.sems.ctypes.data + SEM_BYTES
+        if init(self.task_sem, 0, 0) != 0 or init(self.done_sem, 0, 0) != 0:
+            raise OSError("sem_init failed")
+        self._post = ctypes.CFUNCTYPE(c_int, c_size_t)(int(self.fns[L.POST]))
+        self.table = np.zeros((1 + MAX_TASKS, L.ROW), np.int64)
+        self._ts = np.zeros(2, np.int64)   # the waiting caller's clock reading
+        self._held = []                    # the posted task's pointer arrays
+        self._posted = 0                   # tasks posted, and (``_done[0]``) waited for
+        self._done = np.zeros(1, np.int64)
+        self._ready = threading.Event()
+        self.thread = threading.Thread(target=self._serve, name="polyeng-onednn-lane", daemon=True)
+        self.thread.start()
+        self._ready.wait()
+
+    def _serve(self):
+        ts, taken = np.zeros(2, np.int64), np.zeros(1, np.int64)
+        handle = stream()   # this thread's own
+        self._ready.set()
+        self._L.serve(self.fns, handle, self.task_sem, self.done_sem, self.table, ts, SPIN_NS, taken)
+
+    def post(self, runs) -> None:
+        """Starts ``runs``: (a ``_native.Native``, the addresses of its arrays as uint64) each;
+        the last task has been waited for."""
+        if len(runs) > MAX_TASKS:
+            raise ValueError(f"a lane task holds at most {MAX_TASKS} programs, not {len(runs)}")
+        for i, (native, pointers) in enumerate(runs):
+            native.row(pointers, self.table[1 + i])
+        self._held = [pointers for _, pointers in runs]
+        self.table[0, 0] = len(runs)
+        self._posted += 1
+        self._post(self.task_sem)   # sem_post: a full barrier after the table's writes
+
+    def wait(self) -> None:
+        """Waits for the posted task, without the GIL, also through signals; when a signal's
+        handler raised as it returned, waiting again returns at once."""
+        if self._done[0] < self._posted:
+            self._L.acquire(self.fns, self.done_sem, self._ts, SPIN_NS, self._done)
+        self._held = []
+
+    def statuses(self) -> list:
+        """The compiled loops' statuses of the task waited for, one per run."""
+        return [int(s) for s in self.table[1:1 + int(self.table[0, 0]), self._L.STATUS]]
+
+
+_workers: list = []
+
+
+def workers(count: int) -> list:
+    """``count`` workers (started on first use, kept for the process)."""
+    with _lock:
+        while len(_workers) < count:
+            _workers.append(Worker())
+        return _workers[:count]
+
+
+def after_fork_in_child() -> None:
+    """The child of a fork has none of the parent's threads: new workers, on new semaphores."""
+    global _lock
+    _lock = threading.Lock()
+    _workers.clear()
