@@ -184,6 +184,33 @@ def test_a_lane_worker_failing_an_execution_names_it_and_the_next_run_stands(lan
     assert lanes.taken == [2] and all(np.array_equal(a, b) for a, b in zip(got, want))
 
 
+def test_a_lane_thread_that_ends_leaves_its_lanes_to_python_threads_then_is_replaced(lanes, monkeypatch):
+    from polyeng.backends.onednn import _lane_worker, _native_loops
+    if not _lane_worker.available():
+        pytest.skip("the lane worker's loop does not compile here")
+    _choose(monkeypatch, lanes, True)
+    x, g = _planned(4)
+    want = g(x)
+    real = _native_loops.serve
+
+    def broken(*args):
+        raise RuntimeError("the loop failed")
+    monkeypatch.setattr(_native_loops, "serve", broken)
+    monkeypatch.setattr(_lane_worker, "_workers", [])
+    worker = _lane_worker.workers(1)[0]
+    worker.thread.join(10)
+    assert isinstance(worker.failed, RuntimeError)
+    with pytest.raises(RuntimeError, match="lane thread failed"):
+        worker.post([])
+    del lanes.taken[:]
+    got = g(x)   # on a Python thread
+    assert lanes.taken == [2] and all(np.array_equal(a, b) for a, b in zip(got, want))
+    monkeypatch.setattr(_native_loops, "serve", real)
+    fresh = _lane_worker.workers(1)[0]
+    assert fresh is not worker and fresh.failed is None
+    close(g(x), want, 1e-6)
+
+
 def test_a_lane_worker_waited_for_twice_returns_at_once():
     """A wait that a signal handler's exception cut short after the task was taken (the caller
     waits again) must not wait for a task that was never posted."""

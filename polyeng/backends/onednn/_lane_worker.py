@@ -61,8 +61,18 @@ def _functions():
                 sem = np.zeros(SEM_BYTES, np.uint8)
                 if init(sem.ctypes.data, 0, 1) != 0:
                     raise OSError("sem_init failed")
-                # compiled (or loaded from numba's cache) now: a semaphore of 1 is taken at once
-                L.acquire(fns, sem.ctypes.data, np.zeros(2, np.int64), 1000, np.zeros(1, np.int64))
+                done = np.zeros(SEM_BYTES, np.uint8)
+                if init(done.ctypes.data, 0, 0) != 0:
+                    raise OSError("sem_init failed")
+                # compiled (or loaded from numba's cache) now, so that a failure is found here: a
+                # stop task posted before, which serve takes at once, and its done taken
+                table = np.zeros((1 + MAX_TASKS, L.ROW), np.int64)
+                table[0, 0] = L.STOP
+                ts, taken = np.zeros(2, np.int64), np.zeros(1, np.int64)
+                L.serve(fns, 0, sem.ctypes.data, done.ctypes.data, table, ts, 0, taken)
+                L.acquire(fns, done.ctypes.data, ts, 1000, taken)
+                if taken[0] != 2:
+                    raise RuntimeError("the lane worker's loop did not run its stop task")
                 _state["fns"] = (fns, init)
             except Exception as exc:   # numba or the C library wanting: Python threads run the lanes
                 _state["error"] = f"{type(exc).__name__}: {exc}"
@@ -93,20 +103,28 @@ class Worker:
         self._held = []                    # the posted task's pointer arrays
         self._posted = 0                   # tasks posted, and (``_done[0]``) waited for
         self._done = np.zeros(1, np.int64)
+        self.failed = None                 # why the thread ended, if it did
         self._ready = threading.Event()
         self.thread = threading.Thread(target=self._serve, name="polyeng-onednn-lane", daemon=True)
         self.thread.start()
         self._ready.wait()
 
     def _serve(self):
-        ts, taken = np.zeros(2, np.int64), np.zeros(1, np.int64)
-        handle = stream()   # this thread's own
-        self._ready.set()
-        self._L.serve(self.fns, handle, self.task_sem, self.done_sem, self.table, ts, SPIN_NS, taken)
+        try:
+            ts, taken = np.zeros(2, np.int64), np.zeros(1, np.int64)
+            handle = stream()   # this thread's own
+            self._ready.set()
+            self._L.serve(self.fns, handle, self.task_sem, self.done_sem, self.table, ts, SPIN_NS, taken)
+        except BaseException as exc:   # the thread ends: a caller waiting, or about to, must not wait on
+            self.failed = exc
+            self._ready.set()
+            self._post(self.done_sem)
 
     def post(self, runs) -> None:
         """Starts ``runs``: (a ``_native.Native``, the addresses of its arrays as uint64) each;
         the last task has been waited for."""
+        if self.failed is not None:
+            raise RuntimeError(f"the oneDNN lane thread failed: {self.failed!r}")
         if len(runs) > MAX_TASKS:
             raise ValueError(f"a lane task holds at most {MAX_TASKS} programs, not {len(runs)}")
         for i, (native, pointers) in enumerate(runs):
@@ -122,6 +140,8 @@ class Worker:
         if self._done[0] < self._posted:
             self._L.acquire(self.fns, self.done_sem, self._ts, SPIN_NS, self._done)
         self._held = []
+        if self.failed is not None:
+            raise RuntimeError(f"the oneDNN lane thread failed: {self.failed!r}")
 
     def statuses(self) -> list:
         """The compiled loops' statuses of the task waited for, one per run."""
@@ -134,6 +154,7 @@ _workers: list = []
 def workers(count: int) -> list:
     """``count`` workers (started on first use, kept for the process)."""
     with _lock:
+        _workers[:] = [worker for worker in _workers if worker.failed is None]   # a failed one replaced
         while len(_workers) < count:
             _workers.append(Worker())
         return _workers[:count]

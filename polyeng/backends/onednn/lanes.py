@@ -297,6 +297,8 @@ class Lanes:
                 if not worker.lock.acquire(blocking=False):
                     return _MISSING
                 taken.append(worker.lock)
+                if worker.failed is not None:   # its thread ended (replaced on the next run)
+                    return _MISSING
             tasks = []
             for group in groups[1:]:
                 runs = []
