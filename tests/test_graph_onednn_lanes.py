@@ -211,6 +211,83 @@ def test_a_lane_thread_that_ends_leaves_its_lanes_to_python_threads_then_is_repl
     close(g(x), want, 1e-6)
 
 
+def _alternating(n):
+    """Two inputs of batch n, so that a run reading a buffer another run left finds other values."""
+    return [_x(n), _x(n)]
+
+
+def test_a_signal_as_a_lane_is_posted_leaves_the_worker_waited_for(lanes, monkeypatch):
+    """CPython runs signal handlers as a C call returns: a KeyboardInterrupt raised as the post
+    returns must still find the caller waiting for that lane, and later runs right."""
+    from polyeng.backends.onednn import _lane_worker, _native_loops
+    if not _lane_worker.available():
+        pytest.skip("the lane worker's loop does not compile here")
+    _choose(monkeypatch, lanes, True)
+    xs = _alternating(4)
+    g = fuse(trace(net, xs[0]))
+    g(xs[0])
+    wants = [g(x) for x in xs]
+    real = _native_loops.post
+
+    def post_then_interrupt(*args):
+        real(*args)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(_native_loops, "post", post_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        g(xs[0])
+    monkeypatch.setattr(_native_loops, "post", real)
+    worker = _lane_worker.workers(1)[0]
+    assert worker._done[0] == worker._posted[0] and not worker.lock.locked()
+    del lanes.taken[:]
+    for i in range(20):
+        got = g(xs[i % 2])
+        assert all(np.array_equal(a, b) for a, b in zip(got, wants[i % 2]))
+    assert lanes.taken == [2] * 20
+
+
+def test_a_signal_as_a_python_lane_thread_is_waited_for_does_not_lose_its_end(lanes, monkeypatch):
+    from polyeng.backends.onednn import _lane_worker
+    monkeypatch.setattr(_lane_worker, "available", lambda: False)
+    _choose(monkeypatch, lanes, True)
+    x, g = _planned(4)
+    want = g(x)
+    interrupts = [1]
+
+    class Interrupted(lanes._Done):
+        def __init__(self):
+            super().__init__()
+            real = self.event.wait
+
+            def wait(*args):
+                done = real(*args)
+                if interrupts:
+                    interrupts.pop()
+                    raise KeyboardInterrupt
+                return done
+            self.event.wait = wait
+    monkeypatch.setattr(lanes, "_Done", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        g(x)   # waits again after the signal, and returns
+    del lanes.taken[:]
+    close(g(x), want, 1e-6)
+    assert lanes.taken == [2]
+
+
+def test_lane_workers_start_before_anything_asked_whether_they_are_available(tmp_path):
+    """``workers`` first in a process: it finds the compiled functions itself (it held the lock
+    that finding them takes, and hung)."""
+    import subprocess
+    import sys
+    from polyeng.backends.onednn import _lane_worker
+    if not _lane_worker.available():
+        pytest.skip("the lane worker's loop does not compile here")
+    script = tmp_path / "first.py"
+    script.write_text("from polyeng.backends.onednn import _lane_worker\n"
+                      "print('workers', len(_lane_worker.workers(1)))\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "workers 1" in done.stdout, done.stderr[-2000:]
+
+
 def test_a_lane_worker_waited_for_twice_returns_at_once():
     """A wait that a signal handler's exception cut short after the task was taken (the caller
     waits again) must not wait for a task that was never posted."""
@@ -222,7 +299,7 @@ def test_a_lane_worker_waited_for_twice_returns_at_once():
         worker.post([])
         worker.wait()
         worker.wait()
-        assert worker.statuses() == [] and worker._done[0] == worker._posted
+        assert worker.statuses() == [] and worker._done[0] == worker._posted[0]
 
 
 def test_the_trials_keep_the_faster_of_the_lanes_and_the_compiled_loop_on_one_thread(lanes, monkeypatch):

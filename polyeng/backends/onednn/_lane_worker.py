@@ -100,9 +100,10 @@ class Worker:
         self._post = ctypes.CFUNCTYPE(c_int, c_size_t)(int(self.fns[L.POST]))
         self.table = np.zeros((1 + MAX_TASKS, L.ROW), np.int64)
         self._ts = np.zeros(2, np.int64)   # the waiting caller's clock reading
-        self._held = []                    # the posted task's pointer arrays
-        self._posted = 0                   # tasks posted, and (``_done[0]``) waited for
-        self._done = np.zeros(1, np.int64)
+        self._held = []                    # the posted task's arrays (its memory lives on the waits)
+        # tasks posted and waited for, each counted by the compiled function that posts or takes
+        # the semaphore, so that a signal's exception raised as it returns leaves them true
+        self._posted, self._done = np.zeros(1, np.int64), np.zeros(1, np.int64)
         self.failed = None                 # why the thread ended, if it did
         self._ready = threading.Event()
         self.thread = threading.Thread(target=self._serve, name="polyeng-onednn-lane", daemon=True)
@@ -121,23 +122,24 @@ class Worker:
             self._post(self.done_sem)
 
     def post(self, runs) -> None:
-        """Starts ``runs``: (a ``_native.Native``, the addresses of its arrays as uint64) each;
-        the last task has been waited for."""
+        """Starts ``runs``: (a ``_native.Native``, the addresses of its arrays as uint64, and
+        anything else to hold until the wait) each; the last task has been waited for."""
         if self.failed is not None:
             raise RuntimeError(f"the oneDNN lane thread failed: {self.failed!r}")
         if len(runs) > MAX_TASKS:
             raise ValueError(f"a lane task holds at most {MAX_TASKS} programs, not {len(runs)}")
-        for i, (native, pointers) in enumerate(runs):
+        if self._done[0] < self._posted[0]:
+            raise RuntimeError("a lane task was posted before the last one was waited for")
+        for i, (native, pointers, *keep) in enumerate(runs):
             native.row(pointers, self.table[1 + i])
-        self._held = [pointers for _, pointers in runs]
+        self._held = runs
         self.table[0, 0] = len(runs)
-        self._posted += 1
-        self._post(self.task_sem)   # sem_post: a full barrier after the table's writes
+        self._L.post(self.fns, self.task_sem, self._posted)   # sem_post: a full barrier after the writes
 
     def wait(self) -> None:
         """Waits for the posted task, without the GIL, also through signals; when a signal's
         handler raised as it returned, waiting again returns at once."""
-        if self._done[0] < self._posted:
+        if self._done[0] < self._posted[0]:
             self._L.acquire(self.fns, self.done_sem, self._ts, SPIN_NS, self._done)
         self._held = []
         if self.failed is not None:
@@ -153,6 +155,8 @@ _workers: list = []
 
 def workers(count: int) -> list:
     """``count`` workers (started on first use, kept for the process)."""
+    if _functions() is None:   # found before the lock: a worker's start asks for them
+        raise RuntimeError(f"no oneDNN lane worker here: {_state.get('error')}")
     with _lock:
         _workers[:] = [worker for worker in _workers if worker.failed is None]   # a failed one replaced
         while len(_workers) < count:

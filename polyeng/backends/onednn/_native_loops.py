@@ -8,6 +8,7 @@ arrays (about 1 us) rather than its typing of ctypes function objects (about 7 u
 - ``run_calls``: a program's executions, one after another on one stream.
 - ``acquire``: takes a POSIX semaphore, trying for up to ``spin_ns`` (yielding the core between
   tries, so that a thread that wants it runs first) before it sleeps in ``sem_wait``.
+- ``post``: counts a task and posts its semaphore.
 - ``serve``: a lane worker's life: takes a task, runs the programs it names, posts that it is
   done. ``_lane_worker.py`` describes the table a task is written in.
 """
@@ -145,6 +146,14 @@ def acquire(fns, sem, ts, spin_ns, taken):
             while _call_p(fns[SEMWAIT], sem) != 0:   # interrupted by a signal: wait on
                 pass
     taken[0] += 1
+
+
+@jit
+def post(fns, sem, posted):
+    """Counts a task in ``posted[0]`` and posts ``sem`` (here, where no signal handler runs
+    between the two: a caller's count is what it posted)."""
+    posted[0] += 1
+    return _call_p(fns[POST], sem)
 
 
 @jit

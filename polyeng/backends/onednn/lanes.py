@@ -54,8 +54,19 @@ trials = Trials(warmup=LANE_WARMUP)
 _MISSING = object()
 
 
+class _Done:
+    """A lane's end on a Python thread: ``result`` ((True, value) or (False, exception)), then
+    ``event`` set."""
+    __slots__ = ("event", "result")
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.result = (False, None)
+
+
 class _Worker:
-    """A thread that runs the lanes given to it, one after another."""
+    """A Python thread that runs the lanes given to it, one after another (where the compiled
+    lane worker of ``_lane_worker.py`` is not available)."""
 
     def __init__(self):
         self.tasks = queue.SimpleQueue()
@@ -66,11 +77,11 @@ class _Worker:
         while True:
             fn, args, done = self.tasks.get()
             try:
-                result = fn(*args)
+                done.result = (True, fn(*args))
             except BaseException as exc:   # handed to the caller, which raises it
-                done.put((False, exc))
-            else:
-                done.put((True, result))
+                done.result = (False, exc)
+            finally:
+                done.event.set()
 
 
 _workers: list = []
@@ -309,14 +320,13 @@ class Lanes:
                     part = self._part(start, stop, arrays, outs)
                     runs.append((program, part[0], program.native_task(*part, 1)))
                 tasks.append(runs)
-            posted, interrupted = [], None
+            interrupted = None
             try:
                 for worker, runs in zip(workers, tasks):
                     worker.post([task for _, _, task in runs])
-                    posted.append(worker)
                 ok = self._run_group(groups[0], arrays, outs)
-            finally:   # every lane has finished before the call returns or raises
-                for worker in posted:
+            finally:   # every lane posted has finished before the call returns or raises
+                for worker in workers:   # (each counts what it posted: a wait without one returns)
                     while True:
                         try:
                             worker.wait()
@@ -345,19 +355,20 @@ class Lanes:
         pending, ok = [], False
         try:
             for group, worker in zip(groups[1:], _lane_workers(len(groups) - 1)):
-                done = queue.SimpleQueue()
-                worker.tasks.put((self._run_group, (group, arrays, outs), done))
+                done = _Done()
                 pending.append(done)
+                worker.tasks.put((self._run_group, (group, arrays, outs), done))
             ok = self._run_group(groups[0], arrays, outs)
         finally:   # every lane has finished before the call returns or raises
             failure = interrupted = None
             for done in pending:
                 while True:
                     try:
-                        good, value = done.get()
+                        done.event.wait()   # set once: waiting again after a signal returns at once
                         break
                     except KeyboardInterrupt as exc:   # wait on: the lane writes into outs
                         interrupted = exc
+                good, value = done.result
                 if not good:
                     failure = failure or value
                 ok = ok and good and bool(value)

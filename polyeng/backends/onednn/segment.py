@@ -622,11 +622,12 @@ class Program:
         return native
 
     def native_task(self, arrays, outs, threads):
-        """(compiled loop, the addresses of its arrays) of a run on ``arrays`` into ``outs`` on
-        ``threads``, for another thread to run (``_lane_worker.py``); the caller holds ``lock``,
-        has checked ``bounded`` and calls ``checks_pass`` after the run."""
+        """(compiled loop, the addresses of its arrays, the arrays) of a run on ``arrays`` into
+        ``outs`` on ``threads``, for another thread to run (``_lane_worker.py``); the caller holds
+        ``lock``, has checked ``bounded`` and calls ``checks_pass`` after the run."""
         made = [out.reshape(self.shape[name]) for out, (name, _) in zip(outs, self.finals)]
-        return self._native(threads), np.array([address(a) for a in list(arrays) + made], np.uint64)
+        every = list(arrays) + made
+        return self._native(threads), np.array([address(a) for a in every], np.uint64), every
 
     def _run_native(self, arrays, outs, threads):
         """``run`` with every primitive on ``threads`` in one compiled loop (``_native.py``)."""
