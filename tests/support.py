@@ -238,17 +238,32 @@ def sample_values(shape, dtype, seed=0):
 
 @contextlib.contextmanager
 def programs_taken():
-    """Within the block, whether each oneDNN program run (``segment.Program.run``, a lane's too)
-    took its values (True) or left them to the nodes (False), in order."""
+    """Within the block, whether each oneDNN program run (``segment.Program.run``, a lane's too,
+    also one a compiled lane worker ran: ``native_task``, then ``checks_pass``) took its values
+    (True) or left them to the nodes (False), in order."""
     from polyeng.backends.onednn import segment
-    taken, real = [], segment.Program.run
+    taken, real, real_task, real_checks = [], segment.Program.run, segment.Program.native_task, \
+        segment.Program.checks_pass
+    on_workers = set()
 
     def run(self, arrays, *rest):
         out = real(self, arrays, *rest)
         taken.append(out is not None)
         return out
-    segment.Program.run = run
+
+    def native_task(self, *args):
+        on_workers.add(id(self))
+        return real_task(self, *args)
+
+    def checks_pass(self, arrays):
+        ok = real_checks(self, arrays)
+        if id(self) in on_workers:   # the worker's run ended: this is its outcome
+            on_workers.discard(id(self))
+            taken.append(ok)
+        return ok
+    segment.Program.run, segment.Program.native_task, segment.Program.checks_pass = run, native_task, checks_pass
     try:
         yield taken
     finally:
-        segment.Program.run = real
+        segment.Program.run, segment.Program.native_task, segment.Program.checks_pass = real, real_task, \
+            real_checks

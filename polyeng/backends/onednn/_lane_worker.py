@@ -92,7 +92,7 @@ class Worker:
         from . import _native_loops as L
         self._L = L
         self.fns, init = _functions()
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()   # reentrant: see Program.lock (``segment.py``)
         self.sems = np.zeros(2 * SEM_BYTES, np.uint8)
         self.task_sem, self.done_sem = self.sems.ctypes.data, self.sems.ctypes.data + SEM_BYTES
         if init(self.task_sem, 0, 0) != 0 or init(self.done_sem, 0, 0) != 0:

@@ -55,13 +55,26 @@ _MISSING = object()
 
 
 class _Done:
-    """A lane's end on a Python thread: ``result`` ((True, value) or (False, exception)), then
-    ``event`` set."""
-    __slots__ = ("event", "result")
+    """A lane's end on a Python thread: ``result`` ((True, value) or (False, exception)) and
+    ``finished`` set, then ``lock`` (taken here) released. ``wait`` returns once ``finished``;
+    a wait cut short by a signal's exception may be called again: it reads the flag first, and
+    takes no lock that an exception could leave held (a ``threading.Event`` may)."""
+    __slots__ = ("lock", "result", "finished")
 
     def __init__(self):
-        self.event = threading.Event()
+        self.lock = threading.Lock()
+        self.lock.acquire()
         self.result = (False, None)
+        self.finished = False
+
+    def end(self, result) -> None:
+        self.result = result
+        self.finished = True
+        self.lock.release()
+
+    def wait(self) -> None:
+        while not self.finished:
+            self.lock.acquire(timeout=0.05)
 
 
 class _Worker:
@@ -77,11 +90,10 @@ class _Worker:
         while True:
             fn, args, done = self.tasks.get()
             try:
-                done.result = (True, fn(*args))
+                result = (True, fn(*args))
             except BaseException as exc:   # handed to the caller, which raises it
-                done.result = (False, exc)
-            finally:
-                done.event.set()
+                result = (False, exc)
+            done.end(result)
 
 
 _workers: list = []
@@ -207,7 +219,7 @@ class Lanes:
         count = len(whole.inputs) + len(whole.outputs)
         self.rows = list(rows) if rows is not None else [1] * count
         self._lanes: dict = {}   # lane count -> [(start, stop, program)], or None where one does not build
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()   # reentrant: see Program.lock (``segment.py``)
         self._building = threading.Lock()
         self._one = [(None, None, whole)]   # the whole program as one lane
         self.outputs_as = [(whole.final_shape.get(name, whole.shape[name]), whole.dtype[name])
@@ -364,7 +376,7 @@ class Lanes:
             for done in pending:
                 while True:
                     try:
-                        done.event.wait()   # set once: waiting again after a signal returns at once
+                        done.wait()   # again after a signal: returns once the lane has ended
                         break
                     except KeyboardInterrupt as exc:   # wait on: the lane writes into outs
                         interrupted = exc

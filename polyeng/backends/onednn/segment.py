@@ -120,7 +120,9 @@ class Program:
         self.inputs, self.outputs = list(inputs), list(outputs)
         self.compute = compute
         self.dtype = {name: np.dtype((dtypes or {}).get(name, F32)) for name in self.inputs}
-        self.lock = threading.Lock()
+        # reentrant: a lock that a signal's exception left held (raised as acquire returned, before
+        # the try that releases it) keeps other threads off the program, not the one that ran it
+        self.lock = threading.RLock()
         self.md = {}          # value -> Desc of its layout
         self.shape = dict(shapes)
         self.buffer = {}      # value -> byte buffer (internal values)
