@@ -54,6 +54,24 @@ def test_budgets_are_tried_apart_and_the_choice_is_made_again_later():
     assert ("k", 2) not in trials.chosen()
 
 
+def test_a_recheck_has_the_short_warm_up_whatever_the_first_had():
+    trials = Trials(warmup=20)
+    counts = []
+    for _ in range(20 + 2 * TRIALS):
+        count, timed = trials.choose("k", 2)
+        if timed:
+            trials.record("k", 2, count, 1.0 if count == 1 else 2.0)
+    for _ in range(RECHECKS[0]):
+        assert trials.choose("k", 2) == (1, False)
+    for _ in range(WARMUP + 2 * TRIALS):
+        count, timed = trials.choose("k", 2)
+        counts.append((count, timed))
+        if timed:
+            trials.record("k", 2, count, 1.0 if count == 1 else 2.0)
+    assert counts[:WARMUP] == [(2, False)] * WARMUP and all(t for _, t in counts[WARMUP:])
+    assert trials.chosen() == {"k": 1}
+
+
 def test_each_choice_is_kept_longer_than_the_one_before():
     trials, kept = Trials(), []
     for made in range(len(RECHECKS) + 1):

@@ -46,7 +46,7 @@ class Trials:
     one of 2 are separate trials)."""
 
     def __init__(self, limit: int = 4096, warmup: int = WARMUP):
-        """``warmup``: first calls of each key not timed (on the budget)."""
+        """``warmup``: first calls of each key not timed (on the budget); a recheck's, ``WARMUP``."""
         self._trials: dict = {}
         self._limit = limit
         self._warmup = warmup
@@ -69,9 +69,15 @@ class Trials:
             trial.__init__(trial.made + 1)   # try again: the machine's load may have changed
         calls = trial.calls
         trial.calls = calls + 1
-        if calls < self._warmup:
+        warm = self._warmup_of(trial)
+        if calls < warm:
             return n, False
-        return (1 if (calls - self._warmup) % 2 else n), True
+        return (1 if (calls - warm) % 2 else n), True
+
+    def _warmup_of(self, trial) -> int:
+        """Untimed first calls of ``trial``: this object's for a first choice, ``WARMUP`` for a
+        recheck (the kernel is warm by then)."""
+        return self._warmup if not trial.made else WARMUP
 
     def record(self, key, n: int, threads: int, seconds: float) -> None:
         """A timed call of ``key`` (budget ``n``) ran on ``threads`` threads in ``seconds``."""
@@ -82,7 +88,7 @@ class Trials:
             trial.best_one = min(trial.best_one, seconds)
         else:
             trial.best_budget = min(trial.best_budget, seconds)
-        if trial.calls >= self._warmup + 2 * TRIALS:
+        if trial.calls >= self._warmup_of(trial) + 2 * TRIALS:
             trial.chosen = 1 if trial.best_one <= trial.best_budget else n
             trial.kept = 0
 
