@@ -1,0 +1,57 @@
+"""A small NUMBA launch on numba's workqueue layer runs a serial compile of its kernel
+(``backends/numba/_runtime.serial``): the layer hands even one thread's work to a worker it
+wakes. The serial compile gives what the parallel kernel gives, bit for bit, for every op."""
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.backends.numba import _runtime
+from polyeng.examples import example_calls
+
+pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["numba"].available,
+                                reason="numba is unavailable")
+
+
+def _as_arrays(result):
+    if isinstance(result, (tuple, list)):
+        return [a for r in result for a in _as_arrays(r)]
+    return [np.asarray(result)]
+
+
+def _run_all(calls):
+    out = {}
+    with polyeng.compute_eng("numba", fallback=False):
+        for op, (args, kwargs) in calls.items():
+            out[op] = _as_arrays(getattr(polyeng, op)(*args, **kwargs))
+    return out
+
+
+def test_small_launches_on_the_workqueue_layer_run_serial_compiles_that_give_the_same_bits(monkeypatch):
+    calls = example_calls()
+    parallel = _run_all(calls)
+    _runtime._thread_count_controls()   # the pool started, its layer recorded
+    monkeypatch.setitem(_runtime._pool, "layer", "workqueue")
+    ran = []
+    real = _runtime.serial
+    monkeypatch.setattr(_runtime, "serial", lambda kernel: ran.append(kernel) or real(kernel))
+    serial = _run_all(calls)
+    assert len(set(ran)) >= 10, "few ops went through the serial path"
+    for op in calls:
+        assert len(serial[op]) == len(parallel[op])
+        for a, b in zip(serial[op], parallel[op]):
+            assert a.dtype == b.dtype and a.shape == b.shape, op
+            assert np.array_equal(a, b, equal_nan=True) or np.array_equal(a.view(np.uint8), b.view(np.uint8)), op
+
+
+def test_a_serial_compile_is_made_once_under_its_own_name():
+    from polyeng.backends.numba.normalization import _layer_norm
+    compiled = _runtime.serial(_layer_norm)
+    assert compiled is _runtime.serial(_layer_norm)
+    assert compiled.py_func.__qualname__ == _layer_norm.py_func.__qualname__ + "_serial"
+    assert _layer_norm.targetoptions.get("parallel") and not compiled.targetoptions.get("parallel")
+    x = np.random.default_rng(1).standard_normal((5, 7)).astype(np.float32)
+    w, b = np.ones(7, np.float32), np.zeros(7, np.float32)
+    want, got = np.empty_like(x), np.empty_like(x)
+    _layer_norm(x, w, b, np.float32(1e-5), np.float32(7), want)
+    compiled(x, w, b, np.float32(1e-5), np.float32(7), got)
+    assert np.array_equal(got, want)
