@@ -84,6 +84,14 @@ def lanes(monkeypatch):
     return module
 
 
+def _needs_worker():
+    """Skips the test where the compiled lane worker is not available (numba or POSIX semaphores
+    wanting: lanes then run on Python threads, which the other tests cover)."""
+    from polyeng.backends.onednn import _lane_worker
+    if not _lane_worker.available():
+        pytest.skip("the lane worker's loop does not compile here")
+
+
 def _choose(monkeypatch, module, lanes_wanted: bool):
     monkeypatch.setattr(module.trials, "choose", lambda key, n: (n if lanes_wanted else 1, False))
 
@@ -137,8 +145,8 @@ def test_without_the_compiled_loop_lanes_run_from_python(lanes, monkeypatch):
 @pytest.mark.parametrize("worker", ["compiled", "python"])
 def test_a_lane_that_raises_raises_in_the_caller_and_the_next_run_is_whole(lanes, monkeypatch, worker):
     from polyeng.backends.onednn import _lane_worker, segment
-    if worker == "compiled" and not _lane_worker.available():
-        pytest.skip("the lane worker's loop does not compile here")
+    if worker == "compiled":
+        _needs_worker()
     if worker == "python":
         monkeypatch.setattr(_lane_worker, "available", lambda: False)
     _choose(monkeypatch, lanes, True)
@@ -163,9 +171,8 @@ def test_a_lane_that_raises_raises_in_the_caller_and_the_next_run_is_whole(lanes
 
 
 def test_a_lane_worker_failing_an_execution_names_it_and_the_next_run_stands(lanes, monkeypatch):
-    from polyeng.backends.onednn import _lane_worker, _lib, _native, _native_loops
-    if not _lane_worker.available():
-        pytest.skip("the lane worker's loop does not compile here")
+    from polyeng.backends.onednn import _lib, _native, _native_loops
+    _needs_worker()
     _choose(monkeypatch, lanes, True)
     x, g = _planned(4)
     want = g(x)
@@ -186,8 +193,7 @@ def test_a_lane_worker_failing_an_execution_names_it_and_the_next_run_stands(lan
 
 def test_a_lane_thread_that_ends_leaves_its_lanes_to_python_threads_then_is_replaced(lanes, monkeypatch):
     from polyeng.backends.onednn import _lane_worker, _native_loops
-    if not _lane_worker.available():
-        pytest.skip("the lane worker's loop does not compile here")
+    _needs_worker()
     _choose(monkeypatch, lanes, True)
     x, g = _planned(4)
     want = g(x)
@@ -220,8 +226,7 @@ def test_a_signal_as_a_lane_is_posted_leaves_the_worker_waited_for(lanes, monkey
     """CPython runs signal handlers as a C call returns: a KeyboardInterrupt raised as the post
     returns must still find the caller waiting for that lane, and later runs right."""
     from polyeng.backends.onednn import _lane_worker, _native_loops
-    if not _lane_worker.available():
-        pytest.skip("the lane worker's loop does not compile here")
+    _needs_worker()
     _choose(monkeypatch, lanes, True)
     xs = _alternating(4)
     g = fuse(trace(net, xs[0]))
@@ -274,9 +279,7 @@ def test_lane_workers_start_before_anything_asked_whether_they_are_available(tmp
     that finding them takes, and hung)."""
     import subprocess
     import sys
-    from polyeng.backends.onednn import _lane_worker
-    if not _lane_worker.available():
-        pytest.skip("the lane worker's loop does not compile here")
+    _needs_worker()
     script = tmp_path / "first.py"
     script.write_text("from polyeng.backends.onednn import _lane_worker\n"
                       "print('workers', len(_lane_worker.workers(1)))\n")
@@ -311,8 +314,7 @@ def test_a_lane_worker_waited_for_twice_returns_at_once():
     """A wait that a signal handler's exception cut short after the task was taken (the caller
     waits again) must not wait for a task that was never posted."""
     from polyeng.backends.onednn import _lane_worker
-    if not _lane_worker.available():
-        pytest.skip("the lane worker's loop does not compile here")
+    _needs_worker()
     worker = _lane_worker.workers(1)[0]
     with worker.lock:
         worker.post([])
