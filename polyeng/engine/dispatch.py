@@ -20,7 +20,7 @@ from ..ops import catalogue
 from ..ops.catalogue import OpSpec
 from . import dtypes as dt
 from .signal_safe import error_state, quietly
-from . import array_handlers, fpmath, mixed_precision, plan_cache, trace_hook, verbose
+from . import array_handlers, fpmath, memory, mixed_precision, plan_cache, trace_hook, verbose
 from .call import Call, is_device_tensor, map_arrays, tensors_of
 from .kernel_args import compute_arguments, conversion_type, host_arguments, needs_conversion, needs_host
 from .errors import EngineError, FallbackWarning, warn_once
@@ -255,6 +255,8 @@ def run(spec: OpSpec, **kwargs):
             if handler is not None:
                 return handler.run_op(spec, kwargs)
             break
+    if not memory.applied:   # once per process: later calls reuse the pages earlier ones freed
+        memory.keep_freed_memory()
     reg = registry()   # one snapshot per call, even if a plugin registers meanwhile
     args = spec.validate(**kwargs)
     return plan_for(spec, args, reg).execute(args)

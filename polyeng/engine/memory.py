@@ -7,10 +7,12 @@ arrays are mapped afresh, and every page is faulted in again when first written.
 text models at batch 8 and sequence 128: about 1,200 page faults and 1.6-2.8 ms of system time per
 run, a quarter of BERT's run.
 
-So the first graph run of a process (``keep_freed_memory``) sets glibc's mmap threshold to its
-largest value (32 MiB: smaller blocks come from the heap) and its trim threshold to 256 MiB (the
-heap keeps up to that much free memory for reuse), as an inference runtime's arena would. Runs
-then reuse the same pages: results are the same bits, and page faults per run fell to 0-35.
+So the first graph run or op call of a process (``keep_freed_memory``) sets glibc's mmap
+threshold to its largest value (32 MiB: smaller blocks come from the heap) and its trim threshold
+to 256 MiB (the heap keeps up to that much free memory for reuse), as an inference runtime's arena
+would. Runs then reuse the same pages: results are the same bits, and page faults per run fell to
+0-35. Op calls outside graphs gain the same way: a depthwise convolution of 8x96x56x56 on NUMBA,
+called in a loop, took 2.10 ms with its 9.6 MB result faulted in afresh each call, 1.10 ms after.
 
 It applies to the whole process (glibc has one such setting), on glibc only, and never when
 ``POLYENG_KEEP_FREED_MEMORY=0``; ``state()`` says what was done and why.
@@ -33,13 +35,18 @@ _state: dict = {}
 _lock = threading.Lock()
 
 
+applied = False   # True once ``keep_freed_memory`` has run (a module global: one read per op call)
+
+
 def keep_freed_memory() -> dict:
     """Apply the setting once per process (see the module text); returns ``state()``."""
+    global applied
     if _state:
         return _state
     with _lock:
         if not _state:
             _state.update(_apply())
+        applied = True
     return _state
 
 
