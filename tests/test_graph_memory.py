@@ -74,3 +74,24 @@ def test_the_first_op_call_outside_a_graph_applies_the_setting_unless_turned_off
     assert kept["state"]["kept"] and "32 MiB" in kept["state"]["why"]
     assert given_back["state"] == {"kept": False, "why": "POLYENG_KEEP_FREED_MEMORY=0"}
     assert kept["same"] and given_back["same"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_child_forked_while_the_setting_was_applied_does_not_hang(monkeypatch):
+    """The lock taken while glibc's settings are applied (a few ms: finding libc) is made again
+    in a forked child, whose first op call would wait for it for ever otherwise."""
+    from polyeng.engine import memory
+    monkeypatch.setattr(memory, "_state", {})
+    monkeypatch.setattr(memory, "applied", False)
+    with memory._lock:   # held as another thread of the parent would hold it
+        pid = os.fork()
+        if pid == 0:
+            import signal
+            signal.alarm(20)   # a hang ends the child, which then fails the test
+            try:
+                ok = "kept" in memory.keep_freed_memory()
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

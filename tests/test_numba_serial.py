@@ -26,8 +26,12 @@ def _run_all(calls):
     return out
 
 
-def test_small_launches_on_the_workqueue_layer_run_serial_compiles_that_give_the_same_bits(monkeypatch):
-    calls = example_calls()
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_small_launches_on_the_workqueue_layer_run_serial_compiles_that_give_the_same_bits(monkeypatch, dtype):
+    """Also 16-bit storage, whose products launch Python functions that split their own work
+    (``_gemm.gemv``), which keep the usual path."""
+    from polyeng.engine import dtypes as dt
+    calls = example_calls(np.random.default_rng(0), dt.as_dtype(dtype))
     parallel = _run_all(calls)
     _runtime._thread_count_controls()   # the pool started, its layer recorded
     monkeypatch.setitem(_runtime._pool, "layer", "workqueue")
@@ -36,6 +40,7 @@ def test_small_launches_on_the_workqueue_layer_run_serial_compiles_that_give_the
     monkeypatch.setattr(_runtime, "serial", lambda kernel: ran.append(kernel) or real(kernel))
     serial = _run_all(calls)
     assert len(set(ran)) >= 10, "few ops went through the serial path"
+    assert all(_runtime._is_parallel(k) for k in ran)
     for op in calls:
         assert len(serial[op]) == len(parallel[op])
         for a, b in zip(serial[op], parallel[op]):

@@ -42,12 +42,24 @@ def keep_freed_memory() -> dict:
     """Apply the setting once per process (see the module text); returns ``state()``."""
     global applied
     if _state:
+        applied = True
         return _state
     with _lock:
         if not _state:
             _state.update(_apply())
         applied = True
     return _state
+
+
+def _after_fork_in_child():
+    """A fork while another thread applied the setting: the child has only this thread to release
+    the lock (it would hang on its first op call)."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def state() -> dict:

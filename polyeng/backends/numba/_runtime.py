@@ -139,7 +139,7 @@ def launch(kernel, out_nbytes, *args):
         get, put = _thread_count_controls()
         threads = get()   # numba's count for this thread: a numba.set_num_threads of the user's caps the call
         wanted = budget = min(threads_for(out_nbytes), threads)
-        if wanted == 1 and _pool.get("layer") == "workqueue":
+        if wanted == 1 and _pool.get("layer") == "workqueue" and _is_parallel(kernel):
             return serial(kernel)(*args)   # the layer would hand even one thread's work to a worker
         timed = False
         if budget > 1:   # the budget or one thread, whichever its first calls ran faster on
@@ -231,6 +231,13 @@ _controls = None
 
 
 _serial: dict = {}   # parallel dispatcher -> its function compiled without parallel loops
+
+
+def _is_parallel(kernel) -> bool:
+    """Whether ``kernel`` is a ``jit(parallel=True)`` dispatcher (``launch`` also takes Python
+    functions that size their own tasks by numba's thread count: those keep the usual path)."""
+    options = getattr(kernel, "targetoptions", None)
+    return getattr(kernel, "py_func", None) is not None and bool(options and options.get("parallel"))
 
 
 def serial(kernel):
