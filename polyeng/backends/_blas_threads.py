@@ -157,6 +157,14 @@ def blas_threads(work: int, vector: bool = False, key=None):
     return _Tried(n, (key, budget), budget) if timed else _Hold(n)
 
 
+def one_thread():
+    """A context manager keeping OpenBLAS on the calling thread for the block, whatever the size of
+    its products: for products called from compiled code that runs on several threads of its own."""
+    if _controls is None:
+        _find_controls()
+    return _Hold(1) if _controls else _NOTHING
+
+
 def _find_controls():
     """(get, set) of numpy's BLAS thread count through threadpoolctl, or () (see the module docstring)."""
     global _controls, _controller

@@ -49,10 +49,12 @@ except ImportError:   # no flock: the guard does nothing (numba alone decides)
     fcntl = None
 
 
-def jit(fn=None, *, parallel: bool = False):
-    """``numba.njit`` with polyeng's preset and the cache guard; use as ``@jit`` or ``@jit(parallel=True)``."""
+def jit(fn=None, *, parallel: bool = False, exact: bool = False):
+    """``numba.njit`` with polyeng's preset and the cache guard; use as ``@jit`` or ``@jit(parallel=True)``.
+    ``exact``: no reassociation nor contraction either, so that the function rounds the same
+    wherever LLVM inlines it."""
     def wrap(f):
-        dispatcher = numba.njit(cache=True, nogil=True, parallel=parallel, fastmath=FASTMATH,
+        dispatcher = numba.njit(cache=True, nogil=True, parallel=parallel, fastmath=False if exact else FASTMATH,
                                 error_model="numpy")(f)
         guard_cache(dispatcher)
         return dispatcher

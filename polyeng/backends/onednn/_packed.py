@@ -1,11 +1,8 @@
 """Constant weights reordered once into the layout and type a primitive prefers (seed 000's
 "memory descriptor any": weights blocked and down-converted once for inference).
 
-A weight counts as constant when neither it nor any array it views can be written (a read-only
-numpy array whose bases are read-only too, over memory of its own or ``bytes``): every constant
-of a graph is such an array. An owner that makes its array writeable again and changes it breaks
-that promise; polyeng's graphs never do. Its
-reordered copy is kept, bounded (``MAX_PACKED``, least recently used out), with a reference to
+A weight counts as constant as ``backends/_constant.py`` defines it (every constant of a graph
+does). Its reordered copy is kept, bounded (``MAX_PACKED``, least recently used out), with a reference to
 the weight itself so that its memory cannot be reused by another array while the copy is kept.
 A writeable weight is read as it lies on every call (no copy is kept of data that may change).
 """
@@ -17,6 +14,7 @@ import threading
 import numpy as np
 
 from .._address import address
+from .._constant import constant  # noqa: F401  (where the kernels import it from)
 from . import _constants as C
 from ._primitive import aligned_empty, desc_of, reorder
 
@@ -25,17 +23,6 @@ MAX_PACKED = 512
 _packed: collections.OrderedDict = collections.OrderedDict()
 _lock = threading.Lock()
 stats = {"reorders": 0}
-
-
-def constant(a: np.ndarray) -> bool:
-    """Whether ``a``'s data cannot change through numpy: it and every ndarray base are read-only, and
-    the memory at the bottom is the array's own or immutable ``bytes`` (a view made through another
-    object, ``as_strided``'s or an mmap's, may be of writeable memory)."""
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            return False
-        a = a.base
-    return a is None or type(a) is bytes
 
 
 def packed_weight(prim, weight: np.ndarray) -> np.ndarray:

@@ -1,0 +1,177 @@
+"""lstm's time loop as one compiled call, each time step split over threads.
+
+Run from Python, a layer's step is a BLAS call and a JIT kernel: at 64 steps of batch 8 and 128
+hidden units, the layer took 1.43 ms, the steps' products (8x128 by 128x512) on one core. Here a
+layer is one call of ``_parallel`` (0.76-0.80 ms on two threads, 1.35 ms on one):
+
+- A step is cut in ``parts`` per direction, each a range of hidden units: its product
+  ``x_t @ w_ih.T + h @ w_hh.T`` restricted to the four gates of those units (two ``cblas_?gemm``
+  calls at numpy's OpenBLAS's address, ``_native_calls.gemm``), then the biases, the gates'
+  activations and the updates of ``c``, ``h`` and ``y`` for those units. The weights and biases
+  are permuted once so that a part's gate columns are contiguous (kept for constant weights,
+  ``backends/_constant.py``).
+- Tasks (step, direction, part) are taken in order from an atomic counter by each of numba's
+  threads. A task waits until every task of the step before is done (a second counter); ``h``
+  has two buffers, read at step t and written for step t + 1. A thread that finds the tasks
+  taken ends, so one thread alone runs them all in order and nothing waits on a thread that
+  never came (a one-thread launch, or numba running the loop's chunks one after another).
+- A waiting thread checks the counter 64 times, then yields its core (``sched_yield``) between
+  checks, so that a thread that has work runs first.
+- The input's product is made in the steps too, not as one BLAS call for every step before the
+  loop: that call ran on OpenBLAS's threads, whose spinning after it kept numba's second thread
+  off the core it needed (at 64x8x128, two threads ran the loop no faster than one). OpenBLAS
+  stays on the calling thread while the loop runs (``_blas_threads.one_thread``).
+
+The parts and their tasks are the same whatever the thread count, and each part's arithmetic is
+the same on any thread: results do not depend on how many threads ran. ``_worker`` is compiled
+without reassociation and contraction (``jit(exact=True)``): with them, LLVM rounded it
+differently inlined into the parallel kernel than called from its serial compile (numba's
+workqueue layer at one thread), by 1 ulp; without them the loop ran as fast.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from .._constant import Derived
+from ._mathfn import sigmoid, tanh
+from ._native_calls import atomic_add, atomic_load, call_int, gemm, gemm_address, yield_address
+from ._runtime import inline, jit
+
+UNITS_PER_PART = 32   # hidden units per part: four gates of 32 keep a part's product efficient
+SPINS = 64            # checks of the step counter before a waiting thread yields between checks
+TAKEN, DONE = 0, 1    # the counters
+
+_permuted = Derived(limit=64)
+
+
+def parts_for(hidden: int, cores: int) -> int:
+    return max(1, min(hidden // UNITS_PER_PART, 4 * cores))
+
+
+def bounds_for(hidden: int, parts: int) -> np.ndarray:
+    """The parts' first hidden units, and ``hidden`` last."""
+    return np.array([p * hidden // parts for p in range(parts + 1)], np.int64)
+
+
+def gate_order(hidden: int, bounds: np.ndarray) -> np.ndarray:
+    """Rows of ``w_ih``/``w_hh`` (and places of the biases), gates i, f, g, o of part 0's units,
+    then of part 1's, ... (ONNX and PyTorch order them i, f, g, o over all units)."""
+    order = [np.arange(gate * hidden + lo, gate * hidden + hi)
+             for lo, hi in zip(bounds[:-1], bounds[1:]) for gate in range(4)]
+    return np.concatenate(order) if order else np.zeros(0, np.int64)
+
+
+def permuted(entries, bounds, dtype):
+    """(w_ih.T of every direction, columns permuted (D, in, 4H); w_hh.T likewise (D, H, 4H); the
+    summed biases permuted (D*4H)): computed once for constant weights."""
+    arrays = [a for e in entries for a in e]
+
+    def make():
+        hidden = entries[0][1].shape[1]
+        order = gate_order(hidden, bounds)
+
+        def stacked_t(index):
+            return np.ascontiguousarray(np.stack([np.asarray(e[index], dtype)[order].T for e in entries]))
+        bias = np.zeros(len(entries) * 4 * hidden, dtype)
+        for d, (_, _, b_ih, b_hh) in enumerate(entries):
+            for b in (b_ih, b_hh):
+                if b is not None:
+                    bias[d * 4 * hidden:(d + 1) * 4 * hidden] += np.asarray(b, dtype)[order]
+        return stacked_t(0), stacked_t(1), bias
+    return _permuted.get(arrays, (tuple(bounds), np.dtype(dtype).str), make)
+
+
+@inline
+def cell_update(g_row, c_row, y_row, units):
+    """One batch row's gates (i, f, g, o of ``units`` units each, biases added) to its new cell
+    state ``c_row`` and output ``y_row`` (lstm's ``_step`` too)."""
+    for j in range(units):
+        i_gate = sigmoid(g_row[j])
+        f_gate = sigmoid(g_row[units + j])
+        g_gate = tanh(g_row[2 * units + j])
+        o_gate = sigmoid(g_row[3 * units + j])
+        cell = f_gate * c_row[j] + i_gate * g_gate
+        c_row[j] = cell
+        y_row[j] = o_gate * tanh(cell)
+
+
+@jit(exact=True)
+def _worker(blas, wide, yield_fn, counters, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
+            time_stride, batch_stride):
+    """Take tasks until none is left. ``x`` (rows, in) and ``y`` (rows, D*H) are indexed by row
+    ``t * time_stride + n * batch_stride``; ``h`` (2, D, N, H): step t reads ``h[t % 2]`` and
+    writes ``h[(t + 1) % 2]``; ``c`` (D, N, H); direction 1 runs backwards in time."""
+    directions, hidden, four_hidden = w_hh_t.shape
+    inputs = w_ih_t.shape[1]
+    batch = c.shape[1]
+    x_stride = inputs * batch_stride if batch > 1 else inputs   # rows of one time step
+    parts = bounds.size - 1
+    per_step = directions * parts
+    widest = 0
+    for p in range(parts):
+        widest = max(widest, bounds[p + 1] - bounds[p])
+    scratch = np.empty(batch * 4 * widest, y.dtype)
+    total = seq_len * per_step
+    while True:
+        task = atomic_add(counters, TAKEN, 1)
+        if task >= total:
+            return
+        step = task // per_step
+        rest = task - step * per_step
+        d = rest // parts
+        p = rest - d * parts
+        spins = 0
+        while atomic_load(counters, DONE) < step * per_step:
+            spins += 1
+            if spins > SPINS and yield_fn != 0:
+                call_int(yield_fn)
+        lo, hi = bounds[p], bounds[p + 1]
+        units = hi - lo
+        cols = 4 * units
+        t = step if d == 0 else seq_len - 1 - step
+        gates = scratch[:batch * cols].reshape(batch, cols)
+        gemm(blas, wide, batch, cols, hidden, h[step % 2, d], hidden, w_hh_t[d, :, 4 * lo:], four_hidden, 0.0,
+             gates, cols)
+        if inputs:
+            gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, w_ih_t[d, :, 4 * lo:],
+                 four_hidden, 1.0, gates, cols)
+        target = h[(step + 1) % 2, d]
+        b_part = bias[d * four_hidden + 4 * lo:d * four_hidden + 4 * hi]
+        for n in range(batch):
+            row = t * time_stride + n * batch_stride
+            g_row = gates[n]
+            c_row = c[d, n, lo:hi]
+            y_row = y[row, d * hidden + lo:d * hidden + hi]
+            # simple loops, each over few arrays, so that every one vectorizes (see lstm's _step)
+            for k in range(cols):
+                g_row[k] += b_part[k]
+            cell_update(g_row, c_row, y_row, units)
+            target[n, lo:hi] = y_row
+        atomic_add(counters, DONE, 1)
+
+
+@jit(parallel=True)
+def _parallel(workers, blas, wide, yield_fn, counters, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
+              time_stride, batch_stride):
+    """``_worker`` ``workers`` times, over numba's threads (see the module docstring): at least as
+    many as the launch's threads, so that each runs one. (Not ``numba.get_num_threads()``: a
+    function calling it cannot be cached on disk.)"""
+    for _ in prange(workers):
+        _worker(blas, wide, yield_fn, counters, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
+                time_stride, batch_stride)
+
+
+def available(dtype) -> bool:
+    return gemm_address(dtype) is not None
+
+
+_yield: list = []
+
+
+def arguments(dtype):
+    """(the gemm's address, whether its integers are 64-bit, sched_yield's address)."""
+    if not _yield:
+        _yield.append(yield_address())
+    address, wide = gemm_address(dtype)
+    return address, wide, _yield[0]

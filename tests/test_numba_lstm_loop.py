@@ -1,0 +1,141 @@
+"""lstm's compiled time loop on NUMBA (``backends/numba/_lstm_loop.py``): each step split in parts
+over numba's threads, tasks taken from an atomic counter. It matches BASIC for every layout and
+option, with uneven parts, on one thread and on two, and gives the same bits on both."""
+import numba
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.backends.numba import _gemm, _lstm_loop, _runtime, lstm as numba_lstm
+from support import assert_close_tree
+
+pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["numba"].available,
+                                reason="numba is unavailable")
+
+TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13)}
+
+
+def test_numpy_openblas_gemm_is_found():
+    """numpy's wheels bundle OpenBLAS: the loop is what NUMBA runs for f32 and f64 here (where numpy's
+    BLAS is another library the old step-by-step path runs, tested by test_op_lstm.py)."""
+    assert _lstm_loop.available(np.float32) and _lstm_loop.available(np.float64)
+    assert not _lstm_loop.available(np.float16)
+
+
+def test_bounds_and_gate_order():
+    np.testing.assert_array_equal(_lstm_loop.bounds_for(20, 3), [0, 6, 13, 20])
+    order = _lstm_loop.gate_order(5, np.array([0, 2, 5]))
+    # part 0: units 0-1 of gates i, f, g, o; part 1: units 2-4 of each
+    np.testing.assert_array_equal(order, [0, 1, 5, 6, 10, 11, 15, 16, 2, 3, 4, 7, 8, 9, 12, 13, 14, 17, 18, 19])
+    assert _lstm_loop.parts_for(128, 2) == 4 and _lstm_loop.parts_for(20, 2) == 1 and _lstm_loop.parts_for(4096, 2) == 8
+
+
+def _params(rng, input_size, hidden, layers, dirs, dtype, writeable=True):
+    params = []
+    for k in range(layers * dirs):
+        layer_in = input_size if k < dirs else dirs * hidden
+        entry = tuple(rng.uniform(-0.6, 0.6, s).astype(dtype)
+                      for s in ((4 * hidden, layer_in), (4 * hidden, hidden), (4 * hidden,), (4 * hidden,)))
+        for a in entry:
+            a.flags.writeable = writeable
+        params.append(entry)
+    return params
+
+
+@pytest.fixture
+def forced(monkeypatch):
+    """The loop on every call, in ``parts`` parts of few units, run on ``threads`` threads exactly
+    (whatever the machine's load and the thread trials would choose); records each run's kernel."""
+    ran = []
+    state = {"threads": 2}
+
+    def launch(kernel, busy, *args):
+        ran.append(kernel)
+        before = numba.get_num_threads()
+        numba.set_num_threads(min(state["threads"], numba.config.NUMBA_NUM_THREADS))
+        try:
+            return kernel(*args)
+        finally:
+            numba.set_num_threads(before)
+    monkeypatch.setattr(numba_lstm, "launch", launch)
+    monkeypatch.setattr(_lstm_loop, "UNITS_PER_PART", 4)
+    monkeypatch.setattr(_gemm, "PARALLEL_WORK", 0)
+    _runtime.start_pool()
+    return ran, state
+
+
+CASES = [  # layers, bidirectional, batch_first, unbatched, with states
+    (1, False, False, False, False),
+    (2, True, False, False, True),
+    (2, False, True, False, True),
+    (1, True, True, False, False),
+    (2, True, False, True, True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_loop_matches_basic_on_one_and_two_threads_with_the_same_bits(forced, dtype, case):
+    ran, state = forced
+    layers, bidirectional, batch_first, unbatched, with_state = case
+    rng = np.random.default_rng(3)
+    seq, batch, input_size, hidden = 9, 5, 7, 14   # 3 uneven parts of 4-5 units
+    dirs = 2 if bidirectional else 1
+    params = _params(rng, input_size, hidden, layers, dirs, dtype)
+    x_shape = (seq, input_size) if unbatched else (batch, seq, input_size) if batch_first else (seq, batch, input_size)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    kwargs = {"batch_first": batch_first, "bidirectional": bidirectional}
+    if with_state:
+        shape = (layers * dirs,) + ((hidden,) if unbatched else (batch, hidden))
+        kwargs["h0"], kwargs["c0"] = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+    with polyeng.compute_eng("basic", fallback=False):
+        expected = polyeng.lstm(x, params, **kwargs)
+    results = []
+    for threads in (1, 2):
+        state["threads"] = threads
+        before = len(ran)
+        with polyeng.compute_eng("numba", fallback=False):
+            results.append(polyeng.lstm(x, params, **kwargs))
+        assert ran[before:] == [_lstm_loop._parallel] * layers
+        assert_close_tree(expected, results[-1], **TOL[np.dtype(dtype)])
+    for one, two in zip(np.asarray(results[0][0]).ravel(), np.asarray(results[1][0]).ravel()):
+        assert one == two
+    for one, two in zip(results[0][1], results[1][1]):
+        np.testing.assert_array_equal(one, two)
+
+
+def test_one_thread_running_every_worker_in_turn_takes_every_task(forced):
+    """The loop's serial compile (numba's workqueue layer at one thread) runs its workers one after
+    another: the first takes every task, in order, and waits on none."""
+    ran, state = forced
+    rng = np.random.default_rng(4)
+    params = _params(rng, 6, 12, 1, 2, np.float32)
+    x = rng.standard_normal((8, 3, 6)).astype(np.float32)
+    with polyeng.compute_eng("basic", fallback=False):
+        expected = polyeng.lstm(x, params, bidirectional=True)
+    serial = _runtime.serial(_lstm_loop._parallel)
+
+    def launch(kernel, busy, *args):
+        ran.append(kernel)
+        return serial(*args)
+    numba_lstm.launch = launch   # restored by the fixture's monkeypatch
+    with polyeng.compute_eng("numba", fallback=False):
+        actual = polyeng.lstm(x, params, bidirectional=True)
+    assert ran == [_lstm_loop._parallel]
+    assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
+
+
+def test_permuted_weights_are_kept_for_constant_weights_only(forced):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 2, 5)).astype(np.float32)
+    _lstm_loop._permuted.clear()
+    writeable = _params(rng, 5, 8, 1, 1, np.float32)
+    with polyeng.compute_eng("numba", fallback=False):
+        polyeng.lstm(x, writeable)
+        assert len(_lstm_loop._permuted) == 0
+        fixed = _params(rng, 5, 8, 1, 1, np.float32, writeable=False)
+        first = polyeng.lstm(x, fixed)
+        assert len(_lstm_loop._permuted) == 1
+        again = polyeng.lstm(x, fixed)
+        assert len(_lstm_loop._permuted) == 1
+    assert_close_tree(first, again, rtol=0, atol=0)
