@@ -1,5 +1,6 @@
 """Each op's recommendation: NUMBA from its measured size threshold, BASIC below; matmul and
-linear stay on BASIC; without NUMBA the preference list ends on BASIC."""
+linear stay on BASIC below OpenBLAS's threaded sizes (ONEDNN from there, where it runs); without
+NUMBA the preference list ends on BASIC."""
 import numpy as np
 import pytest
 
@@ -28,10 +29,26 @@ def test_small_calls_stay_on_basic_and_large_ones_go_to_numba():
     assert polyeng.explain("softmax", placeholder(threshold)).engine == "numba"
 
 
-def test_matmul_and_linear_recommend_basic():
-    a = placeholder(512, 512)
+def test_matmul_and_linear_recommend_basic_below_threaded_blas_sizes():
+    a = placeholder(128, 128)   # 2^21 multiply-adds
+    b = placeholder(255, 128)   # 255 x 128 x 255: just below 2^23
     assert polyeng.explain("matmul", a, a).engine == "basic"
     assert polyeng.explain("linear", a, a).engine == "basic"
+    assert polyeng.explain("linear", b, b).engine == "basic"
+
+
+def test_large_f32_products_recommend_onednn_where_it_runs_them():
+    """OpenBLAS would run them on its threads, which spin for ~0.1 s afterwards; oneDNN's sleep."""
+    from polyeng.backends._blas_threads import SMALL_WORK
+    onednn = {e.name: e for e in polyeng.engines()}["onednn"].available
+    a = placeholder(256, 128)   # 256 x 128 x 256: exactly 2^23
+    assert 256 * 128 * 256 == SMALL_WORK
+    for op in ("matmul", "linear"):
+        assert polyeng.explain(op, a, a.T if op == "matmul" else a).engine == ("onednn" if onednn else "basic")
+    wide = placeholder(512, 512, dtype=np.float64)   # f64: oneDNN has no f64 product
+    assert polyeng.explain("matmul", wide, wide).engine == "basic"
+    ints = placeholder(512, 512, dtype=np.int32)
+    assert polyeng.explain("matmul", ints, ints).engine == "basic"
 
 
 def test_reshape_recommends_basic_at_every_size():

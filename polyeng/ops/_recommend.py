@@ -58,8 +58,12 @@ def products(call):
     """matmul and linear: ONEDNN where it computes what BLAS cannot (measured in
     benchmarks/crossover.py): 16-bit storage from a million multiply-adds, and f32 under a bf16/f16
     mode the CPU computes natively when the right operand is constant (its conversion is made
-    once) or the left has 512 rows or more (the conversion is repaid); else BASIC, whose BLAS
-    product NUMBA runs too."""
+    once) or the left has 512 rows or more (the conversion is repaid). ONEDNN too, where it takes
+    the call, for an f32 product large enough that OpenBLAS would run it on its threads
+    (``_blas_threads.SMALL_WORK`` multiply-adds): OpenBLAS's workers spin for about 0.1 s after
+    each such product and take a core from whatever runs next (the LSTM LM's lstm on NUMBA's
+    threads after its 512x128 by 128x1000 head: 0.81 ms after a oneDNN head, 1.51 ms after
+    OpenBLAS's), where oneDNN's OpenMP workers sleep. Else BASIC, whose BLAS product NUMBA runs too."""
     storage = call.storage_dtype
     if storage is not None and str(storage) in ("bfloat16", "float16"):
         rows, work, _ = _product(call)
@@ -68,7 +72,18 @@ def products(call):
         rows, work, fixed = _product(call)
         if work >= PRODUCT_MIN and (fixed or rows >= 512):
             return ONEDNN
+    if _threaded_f32_product(call) and _onednn_accepts(call):
+        return ONEDNN
     return REFERENCE
+
+
+def _threaded_f32_product(call) -> bool:
+    """An f32 product of host arrays large enough for OpenBLAS's threads."""
+    from ..backends._blas_threads import SMALL_WORK
+    args = call.args
+    operands = (args["x"], args["weight"]) if call.op == "linear" else (args["a"], args["b"])
+    return (np.dtype(call.prepared.dtype) == np.float32 and all(isinstance(a, np.ndarray) for a in operands)
+            and _product(call)[1] >= SMALL_WORK)
 
 
 def _onednn_accepts(call) -> bool:
