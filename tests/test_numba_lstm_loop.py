@@ -139,3 +139,51 @@ def test_permuted_weights_are_kept_for_constant_weights_only(forced):
         again = polyeng.lstm(x, fixed)
         assert len(_lstm_loop._permuted) == 1
     assert_close_tree(first, again, rtol=0, atol=0)
+
+
+def test_a_task_whose_thread_never_runs_it_is_run_by_the_waiting_thread(forced):
+    """A thread that took a task and lost its core holds every later step up: the waiting thread
+    runs the task itself. Simulated: task 0 is taken by no one who runs it."""
+    ran, state = forced
+    rng = np.random.default_rng(6)
+    params = _params(rng, 5, 12, 1, 2, np.float32)
+    x = rng.standard_normal((6, 3, 5)).astype(np.float32)
+    with polyeng.compute_eng("basic", fallback=False):
+        expected = polyeng.lstm(x, params, bidirectional=True)
+    seen = {}
+
+    def launch(kernel, busy, workers, *args):
+        ran.append(kernel)
+        counters, flags = args[3], args[4]
+        counters[_lstm_loop.TAKEN] = 1   # task 0 taken, never run by its taker
+        _lstm_loop._worker(*args)
+        seen["flags"] = flags.copy()
+        seen["args"] = args
+    numba_lstm.launch = launch   # restored by the fixture's monkeypatch
+    with polyeng.compute_eng("numba", fallback=False):
+        actual = polyeng.lstm(x, params, bidirectional=True)
+    assert ran == [_lstm_loop._parallel] and seen["flags"].all()
+    assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
+
+
+def test_a_task_run_twice_is_written_once(forced):
+    """The late copy of a task another thread already ran writes nothing (its claim fails)."""
+    ran, state = forced
+    rng = np.random.default_rng(8)
+    params = _params(rng, 5, 12, 1, 1, np.float32)
+    x = rng.standard_normal((4, 2, 5)).astype(np.float32)
+    kept = {}
+
+    def launch(kernel, busy, workers, *args):
+        _lstm_loop._worker(*args)
+        kept["args"] = args
+    numba_lstm.launch = launch
+    with polyeng.compute_eng("numba", fallback=False):
+        polyeng.lstm(x, params)
+    blas, wide, yield_fn, counters, flags, bounds, source, w_ih_t, w_hh_t, bias, h, c, y, seq_len, ts, bs = kept["args"]
+    before = [a.copy() for a in (counters, h, c, y)]
+    scratch = [np.empty(2 * 4 * 12, np.float32), np.empty(2 * 12, np.float32), np.empty(2 * 12, np.float32)]
+    _lstm_loop._task(0, blas, wide, counters, flags, bounds, source, w_ih_t, w_hh_t, bias, h, c, y, seq_len, ts, bs,
+                     *scratch)
+    for old, new in zip(before, (counters, h, c, y)):
+        np.testing.assert_array_equal(old, new)

@@ -16,7 +16,13 @@ layer is one call of ``_parallel`` (0.76-0.80 ms on two threads, 1.35 ms on one)
   taken ends, so one thread alone runs them all in order and nothing waits on a thread that
   never came (a one-thread launch, or numba running the loop's chunks one after another).
 - A waiting thread checks the counter 64 times, then yields its core (``sched_yield``) between
-  checks, so that a thread that has work runs first.
+  checks, so that a thread that has work runs first. After 256 checks (64 once it has had to) it
+  runs the earliest task not yet done itself: a thread that lost its core to another process or to another pool's
+  spinning thread (OpenBLAS's spin about 0.1 s after a product of their own) would otherwise hold
+  every step up for a scheduler time slice (such runs took 22-73 ms instead of 2.5 ms in ``polyeng
+  bench``). A task reads only what the steps before it left, so it can run twice: each thread
+  computes it into scratch arrays, and the first to claim it (a compare-and-swap of its flag)
+  writes ``c``, ``h`` and ``y`` and counts it done; the other throws its copy away.
 - The input's product is made in the steps too, not as one BLAS call for every step before the
   loop: that call ran on OpenBLAS's threads, whose spinning after it kept numba's second thread
   off the core it needed (at 64x8x128, two threads ran the loop no faster than one). OpenBLAS
@@ -35,11 +41,12 @@ from numba import prange
 
 from .._constant import Derived
 from ._mathfn import sigmoid, tanh
-from ._native_calls import atomic_add, atomic_load, call_int, gemm, gemm_address, yield_address
+from ._native_calls import atomic_add, atomic_claim, atomic_load, call_int, gemm, gemm_address, yield_address
 from ._runtime import inline, jit
 
 UNITS_PER_PART = 32   # hidden units per part: four gates of 32 keep a part's product efficient
 SPINS = 64            # checks of the step counter before a waiting thread yields between checks
+HELP_AFTER = 256      # checks (most of them after a yield) before it runs a late task itself
 TAKEN, DONE = 0, 1    # the counters
 
 _permuted = Derived(limit=64)
@@ -83,82 +90,119 @@ def permuted(entries, bounds, dtype):
 
 
 @inline
-def cell_update(g_row, c_row, y_row, units):
-    """One batch row's gates (i, f, g, o of ``units`` units each, biases added) to its new cell
-    state ``c_row`` and output ``y_row`` (lstm's ``_step`` too)."""
+def cell_update(g_row, c_in, c_out, y_row, units):
+    """One batch row's gates (i, f, g, o of ``units`` units each, biases added) and cell state
+    ``c_in`` to its new cell state ``c_out`` (may be ``c_in``) and output ``y_row`` (lstm's
+    ``_step`` too)."""
     for j in range(units):
         i_gate = sigmoid(g_row[j])
         f_gate = sigmoid(g_row[units + j])
         g_gate = tanh(g_row[2 * units + j])
         o_gate = sigmoid(g_row[3 * units + j])
-        cell = f_gate * c_row[j] + i_gate * g_gate
-        c_row[j] = cell
+        cell = f_gate * c_in[j] + i_gate * g_gate
+        c_out[j] = cell
         y_row[j] = o_gate * tanh(cell)
 
 
 @jit(exact=True)
-def _worker(blas, wide, yield_fn, counters, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
-            time_stride, batch_stride):
-    """Take tasks until none is left. ``x`` (rows, in) and ``y`` (rows, D*H) are indexed by row
-    ``t * time_stride + n * batch_stride``; ``h`` (2, D, N, H): step t reads ``h[t % 2]`` and
-    writes ``h[(t + 1) % 2]``; ``c`` (D, N, H); direction 1 runs backwards in time."""
+def _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len, time_stride,
+          batch_stride, gates_scratch, c_scratch, y_scratch):
+    """Compute ``task`` into the scratch arrays, then, if no other thread has, claim it, write its
+    ``c``, ``h`` and ``y`` and count it done. Whichever thread claims first writes: a task reads only
+    what the steps before it left, so a thread that computes it late throws its copy away."""
     directions, hidden, four_hidden = w_hh_t.shape
     inputs = w_ih_t.shape[1]
     batch = c.shape[1]
+    parts = bounds.size - 1
+    per_step = directions * parts
+    step = task // per_step
+    rest = task - step * per_step
+    d = rest // parts
+    p = rest - d * parts
+    lo, hi = bounds[p], bounds[p + 1]
+    units = hi - lo
+    cols = 4 * units
+    t = step if d == 0 else seq_len - 1 - step
     x_stride = inputs * batch_stride if batch > 1 else inputs   # rows of one time step
+    gates = gates_scratch[:batch * cols].reshape(batch, cols)
+    new_c = c_scratch[:batch * units].reshape(batch, units)
+    new_y = y_scratch[:batch * units].reshape(batch, units)
+    gemm(blas, wide, batch, cols, hidden, h[step % 2, d], hidden, w_hh_t[d, :, 4 * lo:], four_hidden, 0.0,
+         gates, cols)
+    if inputs:
+        gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, w_ih_t[d, :, 4 * lo:],
+             four_hidden, 1.0, gates, cols)
+    b_part = bias[d * four_hidden + 4 * lo:d * four_hidden + 4 * hi]
+    for n in range(batch):
+        g_row = gates[n]
+        # simple loops, each over few arrays, so that every one vectorizes (see lstm's _step)
+        for k in range(cols):
+            g_row[k] += b_part[k]
+        cell_update(g_row, c[d, n, lo:hi], new_c[n], new_y[n], units)
+    if not atomic_claim(flags, task):
+        return
+    target = h[(step + 1) % 2, d]
+    for n in range(batch):
+        row = t * time_stride + n * batch_stride
+        c[d, n, lo:hi] = new_c[n]
+        y[row, d * hidden + lo:d * hidden + hi] = new_y[n]
+        target[n, lo:hi] = new_y[n]
+    atomic_add(counters, DONE, 1)
+
+
+@jit(exact=True)
+def _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
+            time_stride, batch_stride):
+    """Take tasks until none is left. ``x`` (rows, in) and ``y`` (rows, D*H) are indexed by row
+    ``t * time_stride + n * batch_stride``; ``h`` (2, D, N, H): step t reads ``h[t % 2]`` and
+    writes ``h[(t + 1) % 2]``; ``c`` (D, N, H); direction 1 runs backwards in time; ``flags`` (one
+    per task, zeros) say which tasks are done."""
+    directions = w_hh_t.shape[0]
+    batch = c.shape[1]
     parts = bounds.size - 1
     per_step = directions * parts
     widest = 0
     for p in range(parts):
         widest = max(widest, bounds[p + 1] - bounds[p])
-    scratch = np.empty(batch * 4 * widest, y.dtype)
+    gates_scratch = np.empty(batch * 4 * widest, y.dtype)
+    c_scratch = np.empty(batch * widest, y.dtype)
+    y_scratch = np.empty(batch * widest, y.dtype)
     total = seq_len * per_step
+    help_after = HELP_AFTER
     while True:
         task = atomic_add(counters, TAKEN, 1)
         if task >= total:
             return
-        step = task // per_step
-        rest = task - step * per_step
-        d = rest // parts
-        p = rest - d * parts
-        spins = 0
-        while atomic_load(counters, DONE) < step * per_step:
-            spins += 1
-            if spins > SPINS and yield_fn != 0:
+        needed = (task // per_step) * per_step
+        waited = 0
+        while True:
+            done = atomic_load(counters, DONE)
+            if done >= needed:
+                break
+            waited += 1
+            if waited > SPINS and yield_fn != 0:
                 call_int(yield_fn)
-        lo, hi = bounds[p], bounds[p + 1]
-        units = hi - lo
-        cols = 4 * units
-        t = step if d == 0 else seq_len - 1 - step
-        gates = scratch[:batch * cols].reshape(batch, cols)
-        gemm(blas, wide, batch, cols, hidden, h[step % 2, d], hidden, w_hh_t[d, :, 4 * lo:], four_hidden, 0.0,
-             gates, cols)
-        if inputs:
-            gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, w_ih_t[d, :, 4 * lo:],
-                 four_hidden, 1.0, gates, cols)
-        target = h[(step + 1) % 2, d]
-        b_part = bias[d * four_hidden + 4 * lo:d * four_hidden + 4 * hi]
-        for n in range(batch):
-            row = t * time_stride + n * batch_stride
-            g_row = gates[n]
-            c_row = c[d, n, lo:hi]
-            y_row = y[row, d * hidden + lo:d * hidden + hi]
-            # simple loops, each over few arrays, so that every one vectorizes (see lstm's _step)
-            for k in range(cols):
-                g_row[k] += b_part[k]
-            cell_update(g_row, c_row, y_row, units)
-            target[n, lo:hi] = y_row
-        atomic_add(counters, DONE, 1)
+            if waited > help_after:   # its thread may have lost its core: run the earliest task not done
+                first = (done // per_step) * per_step
+                for other in range(first, min(first + per_step, task)):
+                    if atomic_load(flags, other) == 0:
+                        _task(other, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y,
+                              seq_len, time_stride, batch_stride, gates_scratch, c_scratch, y_scratch)
+                        break
+                waited = 0
+                help_after = SPINS   # once late, a thread stays likely to be late: help sooner
+        _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len, time_stride,
+              batch_stride, gates_scratch, c_scratch, y_scratch)
 
 
 @jit(parallel=True)
-def _parallel(workers, blas, wide, yield_fn, counters, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
+def _parallel(workers, blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
               time_stride, batch_stride):
     """``_worker`` ``workers`` times, over numba's threads (see the module docstring): at least as
     many as the launch's threads, so that each runs one. (Not ``numba.get_num_threads()``: a
     function calling it cannot be cached on disk.)"""
     for _ in prange(workers):
-        _worker(blas, wide, yield_fn, counters, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
+        _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
                 time_stride, batch_stride)
 
 

@@ -6,8 +6,9 @@
   library threadpoolctl finds for numpy (``_blas_threads``), and whether its integers are 64-bit.
   None where numpy's BLAS is not an OpenBLAS whose threads polyeng controls: the caller runs each
   product from Python then.
-- ``atomic_add`` and ``atomic_load``: sequentially consistent read-modify-write and an acquire load
-  of an int64 array's element, for counters that threads share.
+- ``atomic_add``, ``atomic_load`` and ``atomic_claim``: sequentially consistent read-modify-write,
+  an acquire load and a compare-and-swap from 0 to 1 of an int64 array's element, for counters
+  and flags that threads share.
 - ``call_int``: a call of ``int f(void)`` at an address (``sched_yield``).
 """
 from __future__ import annotations
@@ -151,6 +152,20 @@ def atomic_load(typingctx, array, index):
 
     def codegen(context, builder, sig, args):
         return builder.load_atomic(_element(context, builder, sig, args), "acquire", 8)
+    return sig, codegen
+
+
+@intrinsic
+def atomic_claim(typingctx, array, index):
+    """Set ``array[index]`` (int64 array) from 0 to 1 atomically: whether this call did."""
+    if not (isinstance(array, types.Array) and array.dtype == types.int64 and array.ndim == 1):
+        return None
+    sig = types.boolean(array, types.intp)
+
+    def codegen(context, builder, sig, args):
+        pair = builder.cmpxchg(_element(context, builder, sig, args), ir.Constant(ir.IntType(64), 0),
+                               ir.Constant(ir.IntType(64), 1), "seq_cst", "seq_cst")
+        return builder.extract_value(pair, 1)
     return sig, codegen
 
 

@@ -65,7 +65,7 @@ def _step(gates, projected, bias, h, c, y, step, seq_len, time_stride, batch_str
         # runtime alias checks stay under its limit and every loop vectorizes
         for k in range(four_hidden):
             g_row[k] += p_row[k] + b_row[k]
-        cell_update(g_row, c_row, y_row, hidden)
+        cell_update(g_row, c_row, c_row, y_row, hidden)
         h[d, n] = y_row
 
 
@@ -125,9 +125,9 @@ def _looped(layer_input, entries, h, c, y_rows, dtype, shape):
     work = seq_len * batch * dirs * 4 * hidden * (hidden + source.shape[1])   # multiply-adds
     busy = work * dtype.itemsize if work >= _gemm.PARALLEL_WORK else 0
     blas, wide, yield_fn = _lstm_loop.arguments(dtype)
-    counters = np.zeros(2, np.int64)
+    counters, flags = np.zeros(2, np.int64), np.zeros(seq_len * dirs * (bounds.size - 1), np.int64)
     with one_thread():
-        launch(_lstm_loop._parallel, busy, available_cores(), blas, wide, yield_fn, counters, bounds, source,
+        launch(_lstm_loop._parallel, busy, available_cores(), blas, wide, yield_fn, counters, flags, bounds, source,
                w_ih_t, w_hh_t, bias, states, c, y_rows, seq_len, *shape.row_strides)
     h[...] = states[seq_len % 2]
 
