@@ -15,10 +15,16 @@ pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["numb
 TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13)}
 
 
+def _numpy_blas_is_openblas() -> bool:
+    from polyeng.backends import _blas_threads
+    info = _blas_threads.blas_info()
+    return bool(info) and info.get("library") == "openblas"
+
+
 def test_numpy_openblas_gemm_is_found():
-    """numpy's wheels bundle OpenBLAS: the loop is what NUMBA runs for f32 and f64 here (where numpy's
-    BLAS is another library the old step-by-step path runs, tested by test_op_lstm.py)."""
-    assert _lstm_loop.available(np.float32) and _lstm_loop.available(np.float64)
+    """numpy's wheels bundle OpenBLAS: where threadpoolctl finds it, the loop is what NUMBA runs for
+    f32 and f64 (elsewhere the step-by-step path runs, tested by test_op_lstm.py)."""
+    assert _lstm_loop.available(np.float32) == _numpy_blas_is_openblas() == _lstm_loop.available(np.float64)
     assert not _lstm_loop.available(np.float16)
 
 
@@ -44,6 +50,8 @@ def _params(rng, input_size, hidden, layers, dirs, dtype, writeable=True):
 
 @pytest.fixture
 def forced(monkeypatch):
+    if not _numpy_blas_is_openblas():
+        pytest.skip("numpy's BLAS is not OpenBLAS: lstm keeps its step-by-step path")
     """The loop on every call, in ``parts`` parts of few units, run on ``threads`` threads exactly
     (whatever the machine's load and the thread trials would choose); records each run's kernel."""
     ran = []

@@ -45,6 +45,12 @@ def test_large_f32_products_recommend_onednn_where_it_runs_them():
     assert 256 * 128 * 256 == SMALL_WORK
     for op in ("matmul", "linear"):
         assert polyeng.explain(op, a, a.T if op == "matmul" else a).engine == ("onednn" if onednn else "basic")
+    # vector-shaped products stay with BLAS (faster there), and so do batches of small products
+    assert polyeng.explain("linear", placeholder(1, 8192), placeholder(2048, 8192)).engine == "basic"
+    assert polyeng.explain("linear", placeholder(63, 4096), placeholder(2048, 4096)).engine == "basic"
+    assert polyeng.explain("matmul", placeholder(1024, 8192), placeholder(8192)).engine == "basic"
+    assert polyeng.explain("matmul", placeholder(1 << 23), placeholder(1 << 23)).engine == "basic"
+    assert polyeng.explain("matmul", placeholder(64, 64, 64), placeholder(64, 64, 64)).engine == "basic"
     wide = placeholder(512, 512, dtype=np.float64)   # f64: oneDNN has no f64 product
     assert polyeng.explain("matmul", wide, wide).engine == "basic"
     ints = placeholder(512, 512, dtype=np.int32)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 
 import numpy as np
@@ -41,7 +42,10 @@ def gemm_address(dtype) -> tuple[int, bool] | None:
 
 def _find() -> dict:
     from .. import _blas_threads
-    if not _blas_threads._find_controls():
+    controls = _blas_threads._controls
+    if controls is None:
+        controls = _blas_threads._find_controls()
+    if not controls:
         return {}
     controller = _blas_threads._controller
     if controller is None or controller.internal_api != "openblas":
@@ -70,11 +74,24 @@ def _config_says_64(library, name) -> bool:
 
 
 def yield_address() -> int:
-    """The C library's ``sched_yield`` (0 where there is none: ``call_int`` is then not called)."""
+    """The C library's ``sched_yield`` (0 where there is none, as on Windows: ``call_int`` is then
+    not called)."""
+    if os.name != "posix":
+        return 0
     try:
         return ctypes.cast(ctypes.CDLL(None).sched_yield, ctypes.c_void_p).value or 0
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return 0
+
+
+def _after_fork_in_child():
+    """A fork while another thread looked the functions up: the child has only this thread."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _data(context, builder, array_type, value):

@@ -125,10 +125,11 @@ def _looped(layer_input, entries, h, c, y_rows, dtype, shape):
     work = seq_len * batch * dirs * 4 * hidden * (hidden + source.shape[1])   # multiply-adds
     busy = work * dtype.itemsize if work >= _gemm.PARALLEL_WORK else 0
     blas, wide, yield_fn = _lstm_loop.arguments(dtype)
-    counters, flags = np.zeros(2, np.int64), np.zeros(seq_len * dirs * (bounds.size - 1), np.int64)
+    per_step = dirs * (bounds.size - 1)   # tasks: more threads than this would only wait
+    counters, flags = np.zeros(2, np.int64), np.zeros(seq_len * per_step, np.int64)
     with one_thread():
-        launch(_lstm_loop._parallel, busy, available_cores(), blas, wide, yield_fn, counters, flags, bounds, source,
-               w_ih_t, w_hh_t, bias, states, c, y_rows, seq_len, *shape.row_strides)
+        launch(_lstm_loop._parallel, busy, min(available_cores(), per_step), blas, wide, yield_fn, counters, flags,
+               bounds, source, w_ih_t, w_hh_t, bias, states, c, y_rows, seq_len, *shape.row_strides)
     h[...] = states[seq_len % 2]
 
 
