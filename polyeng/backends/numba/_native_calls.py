@@ -1,4 +1,4 @@
-"""C calls and atomics for compiled loops that run on several threads (``_lstm_loop.py``).
+"""C calls and atomics for compiled loops that run on several threads (``_recurrence_loop.py``).
 
 - ``gemm``: ``c = a @ b + beta * c`` through numpy's OpenBLAS, called at its ``cblas_sgemm``/``cblas_dgemm``
   address from compiled code (numba's own ``np.dot`` needs SciPy, and a product called from

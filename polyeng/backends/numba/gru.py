@@ -1,5 +1,12 @@
 """gru on NUMBA: numpy's BLAS does the matrix products, JIT kernels per time step do the rest.
 
+With ``reset_after=True`` in f32 and f64, where numpy's BLAS is OpenBLAS, a layer is instead one
+compiled call, as lstm's (``_recurrence_loop.py``): each step split in parts of hidden units over
+numba's threads, a part's ``x_t @ w_ih.T`` and ``h @ w_hh.T`` for its r, z and n gates kept apart
+(r scales the second's n part). ``reset_after=False`` (r scales h before its product with
+``w_hn``, a second product inside the step) and 16-bit recurrent weights at small batches keep
+the step-by-step path described below.
+
 As lstm (``lstm.py``, whose layer loop, projection and 16-bit handling are ``_recurrent``'s):
 per layer, one BLAS call projects every time step's input for both directions at once; per
 time step, one BLAS call multiplies the hidden states of every direction by their ``w_hh.T``
@@ -23,7 +30,7 @@ import numpy as np
 
 from ...engine import dtypes as dt
 from .._blas_threads import blas_threads
-from . import _gemm
+from . import _gemm, _recurrence_loop
 from ._f32_path import _to_f32
 from ._gemv import gemv
 from ._mathfn import sigmoid, tanh
@@ -144,6 +151,8 @@ def _layer(shape, reset_after: bool):
         else:
             if dtype == dt.float32:
                 entries = f32_entries(entries)
+            if reset_after and _recurrence_loop.available(dtype):
+                return _recurrence_loop.run_layer(layer_input, entries, h, None, y_rows, dtype, shape, 3)
             projected = stacked_projection(layer_input, entries, dtype)
             w_hh = [e[1] for e in entries]
         bias, bias_hn = _biases(entries, dtype, reset_after)

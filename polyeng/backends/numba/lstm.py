@@ -2,7 +2,7 @@
 
 In f32 and f64, where numpy's BLAS is OpenBLAS, a layer is instead one compiled call that runs
 its time loop with the products called from compiled code and each step split over numba's
-threads (``_lstm_loop.py``; ``_looped`` below). What follows describes the step-by-step path that
+threads (``_recurrence_loop.py``). What follows describes the step-by-step path that
 16-bit recurrent weights at small batches, and other BLAS libraries, keep.
 
 Per layer, one BLAS call projects every time step's input for both directions at once
@@ -32,10 +32,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...engine import dtypes as dt
-from ...engine.threads import available_cores
-from .._blas_threads import blas_threads, one_thread
-from . import _gemm, _lstm_loop
-from ._lstm_loop import cell_update
+from .._blas_threads import blas_threads
+from . import _gemm, _recurrence_loop
+from ._recurrence_loop import cell_update
 from ._f32_path import _to_f32
 from ._gemv import gemv
 from ._recurrent import f32_entries, projection, rounded, run_layers, stacked_projection, stacked_t, \
@@ -98,8 +97,8 @@ def _layer(shape):
             return
         if dtype == dt.float32:
             entries = f32_entries(entries)
-        if _lstm_loop.available(dtype):
-            return _looped(layer_input, entries, h, c, y_rows, dtype, shape)
+        if _recurrence_loop.available(dtype):
+            return _recurrence_loop.run_layer(layer_input, entries, h, c, y_rows, dtype, shape, 4)
         projected, bias = stacked_projection(layer_input, entries, dtype), _bias(entries, dtype)
         w_hh_t = stacked_t([e[1] for e in entries])
         with blas_threads(gates.size * hidden, batch == 1):   # one step's product: a call of its own
@@ -110,27 +109,6 @@ def _layer(shape):
                     np.matmul(h, w_hh_t, out=gates)
                 _step(gates, projected, bias, h, c, y_rows, step, seq_len, time_stride, batch_stride)
     return run
-
-
-def _looped(layer_input, entries, h, c, y_rows, dtype, shape):
-    """The layer as ``_lstm_loop`` runs it: one compiled call, its steps split over numba's threads."""
-    hidden, seq_len, batch, dirs = shape.hidden_size, shape.seq_len, shape.batch, len(entries)
-    bounds = _lstm_loop.bounds_for(hidden, _lstm_loop.parts_for(hidden, available_cores()))
-    w_ih_t, w_hh_t, bias = _lstm_loop.permuted(entries, bounds, dtype)
-    if layer_input is y_rows:   # a layer after the first: its steps overwrite the rows they read
-        layer_input = y_rows.copy()
-    source = np.ascontiguousarray(_to_f32(layer_input) if dtype == dt.float32 else layer_input)
-    states = np.empty((2, dirs, batch, hidden), dtype)
-    states[0] = h
-    work = seq_len * batch * dirs * 4 * hidden * (hidden + source.shape[1])   # multiply-adds
-    busy = work * dtype.itemsize if work >= _gemm.PARALLEL_WORK else 0
-    blas, wide, yield_fn = _lstm_loop.arguments(dtype)
-    per_step = dirs * (bounds.size - 1)   # tasks: more threads than this would only wait
-    counters, flags = np.zeros(2, np.int64), np.zeros(seq_len * per_step, np.int64)
-    with one_thread():
-        launch(_lstm_loop._parallel, busy, min(available_cores(), per_step), blas, wide, yield_fn, counters, flags,
-               bounds, source, w_ih_t, w_hh_t, bias, states, c, y_rows, seq_len, *shape.row_strides)
-    h[...] = states[seq_len % 2]
 
 
 def lstm(p, x, params, h0, c0, **_):

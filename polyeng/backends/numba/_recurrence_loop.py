@@ -39,10 +39,15 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
+from ...engine import dtypes as dt
+from ...engine.threads import available_cores
+from .._blas_threads import one_thread
 from .._constant import Derived
+from . import _gemm
+from ._f32_path import _to_f32
 from ._mathfn import sigmoid, tanh
 from ._native_calls import atomic_add, atomic_claim, atomic_load, call_int, gemm, gemm_address, yield_address
-from ._runtime import inline, jit
+from ._runtime import inline, jit, launch
 
 UNITS_PER_PART = 32   # hidden units per part: four gates of 32 keep a part's product efficient
 SPINS = 64            # checks of the step counter before a waiting thread yields between checks
@@ -61,32 +66,41 @@ def bounds_for(hidden: int, parts: int) -> np.ndarray:
     return np.array([p * hidden // parts for p in range(parts + 1)], np.int64)
 
 
-def gate_order(hidden: int, bounds: np.ndarray) -> np.ndarray:
-    """Rows of ``w_ih``/``w_hh`` (and places of the biases), gates i, f, g, o of part 0's units,
-    then of part 1's, ... (ONNX and PyTorch order them i, f, g, o over all units)."""
+def gate_order(hidden: int, bounds: np.ndarray, gates: int = 4) -> np.ndarray:
+    """Rows of ``w_ih``/``w_hh`` (and places of the biases): every gate of part 0's units (lstm's
+    i, f, g, o; gru's r, z, n), then of part 1's, ... (ONNX and PyTorch order each gate over all
+    units)."""
     order = [np.arange(gate * hidden + lo, gate * hidden + hi)
-             for lo, hi in zip(bounds[:-1], bounds[1:]) for gate in range(4)]
+             for lo, hi in zip(bounds[:-1], bounds[1:]) for gate in range(gates)]
     return np.concatenate(order) if order else np.zeros(0, np.int64)
 
 
-def permuted(entries, bounds, dtype):
-    """(w_ih.T of every direction, columns permuted (D, in, 4H); w_hh.T likewise (D, H, 4H); the
-    summed biases permuted (D*4H)): computed once for constant weights."""
+def permuted(entries, bounds, dtype, gates: int = 4):
+    """(w_ih.T of every direction, columns permuted (D, in, G*H); w_hh.T likewise (D, H, G*H); the
+    biases permuted (D*G*H): b_ih + b_hh, except that gru's (``gates == 3``) n gate keeps b_in
+    alone; gru's b_hn (D*H, zeros for lstm)): computed once for constant weights."""
     arrays = [a for e in entries for a in e]
 
     def make():
         hidden = entries[0][1].shape[1]
-        order = gate_order(hidden, bounds)
+        order = gate_order(hidden, bounds, gates)
+        width = gates * hidden
 
         def stacked_t(index):
             return np.ascontiguousarray(np.stack([np.asarray(e[index], dtype)[order].T for e in entries]))
-        bias = np.zeros(len(entries) * 4 * hidden, dtype)
+        bias = np.zeros(len(entries) * width, dtype)
+        bias_hn = np.zeros(len(entries) * hidden if gates == 3 else 0, dtype)
         for d, (_, _, b_ih, b_hh) in enumerate(entries):
-            for b in (b_ih, b_hh):
-                if b is not None:
-                    bias[d * 4 * hidden:(d + 1) * 4 * hidden] += np.asarray(b, dtype)[order]
-        return stacked_t(0), stacked_t(1), bias
-    return _permuted.get(arrays, (tuple(bounds), np.dtype(dtype).str), make)
+            if b_ih is not None:
+                bias[d * width:(d + 1) * width] += np.asarray(b_ih, dtype)[order]
+            if b_hh is not None:
+                b_hh = np.asarray(b_hh, dtype)
+                if gates == 3:   # b_hn is added to w_hn h before r scales it
+                    bias_hn[d * hidden:(d + 1) * hidden] = b_hh[2 * hidden:]
+                    b_hh = np.concatenate([b_hh[:2 * hidden], np.zeros(hidden, dtype)])
+                bias[d * width:(d + 1) * width] += b_hh[order]
+        return stacked_t(0), stacked_t(1), bias, bias_hn
+    return _permuted.get(arrays, (tuple(bounds), np.dtype(dtype).str, gates), make)
 
 
 @inline
@@ -104,15 +118,29 @@ def cell_update(g_row, c_in, c_out, y_row, units):
         y_row[j] = o_gate * tanh(cell)
 
 
+@inline
+def gru_update(gx, gh, b_part, bn_part, h_row, y_row, units):
+    """One batch row of a gru step (``reset_after``): ``gx`` and ``gh`` the r, z and n columns of
+    ``x_t @ w_ih.T`` and ``h @ w_hh.T``, ``b_part`` the summed biases (b_in alone for n),
+    ``bn_part`` b_hn; ``h_row`` the state before, ``y_row`` the new one."""
+    for j in range(units):
+        r_gate = sigmoid(gx[j] + gh[j] + b_part[j])
+        z_gate = sigmoid(gx[units + j] + gh[units + j] + b_part[units + j])
+        n_gate = tanh(gx[2 * units + j] + b_part[2 * units + j] + r_gate * (gh[2 * units + j] + bn_part[j]))
+        y_row[j] = n_gate + z_gate * (h_row[j] - n_gate)
+
+
 @jit(exact=True)
-def _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len, time_stride,
-          batch_stride, gates_scratch, c_scratch, y_scratch):
+def _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
+          time_stride, batch_stride, gates_scratch, x_scratch, c_scratch, y_scratch):
     """Compute ``task`` into the scratch arrays, then, if no other thread has, claim it, write its
-    ``c``, ``h`` and ``y`` and count it done. Whichever thread claims first writes: a task reads only
-    what the steps before it left, so a thread that computes it late throws its copy away."""
-    directions, hidden, four_hidden = w_hh_t.shape
+    ``h``, ``y`` (and lstm's ``c``) and count it done. Whichever thread claims first writes: a task
+    reads only what the steps before it left, so a thread that computes it late throws its copy
+    away. lstm has 4 gates (``c`` its cell state), gru 3 (``c`` unused)."""
+    directions, hidden, width = w_hh_t.shape
+    gates_per_unit = width // hidden
     inputs = w_ih_t.shape[1]
-    batch = c.shape[1]
+    batch = h.shape[2]
     parts = bounds.size - 1
     per_step = directions * parts
     step = task // per_step
@@ -121,50 +149,64 @@ def _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h,
     p = rest - d * parts
     lo, hi = bounds[p], bounds[p + 1]
     units = hi - lo
-    cols = 4 * units
+    cols = gates_per_unit * units
+    first = gates_per_unit * lo
     t = step if d == 0 else seq_len - 1 - step
     x_stride = inputs * batch_stride if batch > 1 else inputs   # rows of one time step
     gates = gates_scratch[:batch * cols].reshape(batch, cols)
-    new_c = c_scratch[:batch * units].reshape(batch, units)
     new_y = y_scratch[:batch * units].reshape(batch, units)
-    gemm(blas, wide, batch, cols, hidden, h[step % 2, d], hidden, w_hh_t[d, :, 4 * lo:], four_hidden, 0.0,
-         gates, cols)
-    if inputs:
-        gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, w_ih_t[d, :, 4 * lo:],
-             four_hidden, 1.0, gates, cols)
-    b_part = bias[d * four_hidden + 4 * lo:d * four_hidden + 4 * hi]
-    for n in range(batch):
-        g_row = gates[n]
-        # simple loops, each over few arrays, so that every one vectorizes (see lstm's _step)
-        for k in range(cols):
-            g_row[k] += b_part[k]
-        cell_update(g_row, c[d, n, lo:hi], new_c[n], new_y[n], units)
+    source = h[step % 2, d]
+    gemm(blas, wide, batch, cols, hidden, source, hidden, w_hh_t[d, :, first:], width, 0.0, gates, cols)
+    b_part = bias[d * width + first:d * width + first + cols]
+    if gates_per_unit == 4:
+        new_c = c_scratch[:batch * units].reshape(batch, units)
+        if inputs:
+            gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, w_ih_t[d, :, first:], width, 1.0,
+                 gates, cols)
+        for n in range(batch):
+            g_row = gates[n]
+            # simple loops, each over few arrays, so that every one vectorizes (see lstm's _step)
+            for k in range(cols):
+                g_row[k] += b_part[k]
+            cell_update(g_row, c[d, n, lo:hi], new_c[n], new_y[n], units)
+    else:
+        from_x = x_scratch[:batch * cols].reshape(batch, cols)
+        if inputs:
+            gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, w_ih_t[d, :, first:], width, 0.0,
+                 from_x, cols)
+        else:
+            from_x[:] = 0
+        bn_part = bias_hn[d * hidden + lo:d * hidden + hi]
+        for n in range(batch):
+            gru_update(from_x[n], gates[n], b_part, bn_part, source[n, lo:hi], new_y[n], units)
     if not atomic_claim(flags, task):
         return
     target = h[(step + 1) % 2, d]
     for n in range(batch):
         row = t * time_stride + n * batch_stride
-        c[d, n, lo:hi] = new_c[n]
+        if gates_per_unit == 4:
+            c[d, n, lo:hi] = new_c[n]
         y[row, d * hidden + lo:d * hidden + hi] = new_y[n]
         target[n, lo:hi] = new_y[n]
     atomic_add(counters, DONE, 1)
 
 
 @jit(exact=True)
-def _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
+def _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
             time_stride, batch_stride):
     """Take tasks until none is left. ``x`` (rows, in) and ``y`` (rows, D*H) are indexed by row
     ``t * time_stride + n * batch_stride``; ``h`` (2, D, N, H): step t reads ``h[t % 2]`` and
-    writes ``h[(t + 1) % 2]``; ``c`` (D, N, H); direction 1 runs backwards in time; ``flags`` (one
-    per task, zeros) say which tasks are done."""
-    directions = w_hh_t.shape[0]
-    batch = c.shape[1]
+    writes ``h[(t + 1) % 2]``; lstm's ``c`` (D, N, H); direction 1 runs backwards in time;
+    ``flags`` (one per task, zeros) say which tasks are done."""
+    directions, hidden, width = w_hh_t.shape
+    batch = h.shape[2]
     parts = bounds.size - 1
     per_step = directions * parts
     widest = 0
     for p in range(parts):
         widest = max(widest, bounds[p + 1] - bounds[p])
-    gates_scratch = np.empty(batch * 4 * widest, y.dtype)
+    gates_scratch = np.empty(batch * (width // hidden) * widest, y.dtype)
+    x_scratch = np.empty(batch * (width // hidden) * widest if width == 3 * hidden else 0, y.dtype)
     c_scratch = np.empty(batch * widest, y.dtype)
     y_scratch = np.empty(batch * widest, y.dtype)
     total = seq_len * per_step
@@ -186,23 +228,23 @@ def _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bi
                 first = (done // per_step) * per_step
                 for other in range(first, min(first + per_step, task)):
                     if atomic_load(flags, other) == 0:
-                        _task(other, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y,
-                              seq_len, time_stride, batch_stride, gates_scratch, c_scratch, y_scratch)
+                        _task(other, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y,
+                              seq_len, time_stride, batch_stride, gates_scratch, x_scratch, c_scratch, y_scratch)
                         break
                 waited = 0
                 help_after = SPINS   # once late, a thread stays likely to be late: help sooner
-        _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len, time_stride,
-              batch_stride, gates_scratch, c_scratch, y_scratch)
+        _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
+              time_stride, batch_stride, gates_scratch, x_scratch, c_scratch, y_scratch)
 
 
 @jit(parallel=True)
-def _parallel(workers, blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
-              time_stride, batch_stride):
+def _parallel(workers, blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y,
+              seq_len, time_stride, batch_stride):
     """``_worker`` ``workers`` times, over numba's threads (see the module docstring): at least as
     many as the launch's threads, so that each runs one. (Not ``numba.get_num_threads()``: a
     function calling it cannot be cached on disk.)"""
     for _ in prange(workers):
-        _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, h, c, y, seq_len,
+        _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
                 time_stride, batch_stride)
 
 
@@ -219,3 +261,27 @@ def arguments(dtype):
         _yield.append(yield_address())
     address, wide = gemm_address(dtype)
     return address, wide, _yield[0]
+
+
+def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
+    """One layer of every direction as one compiled call (lstm: ``gates`` 4 and its cell state
+    ``c``; gru with ``reset_after``: 3 and ``c`` None): ``h`` and ``c`` (D, N, H) updated in place,
+    ``y_rows`` (rows, D*H) written in the caller's layout (``shape.row_strides``)."""
+    hidden, seq_len, batch, dirs = shape.hidden_size, shape.seq_len, shape.batch, len(entries)
+    bounds = bounds_for(hidden, parts_for(hidden, available_cores()))
+    w_ih_t, w_hh_t, bias, bias_hn = permuted(entries, bounds, dtype, gates)
+    if layer_input is y_rows:   # a layer after the first: its steps overwrite the rows they read
+        layer_input = y_rows.copy()
+    source = np.ascontiguousarray(_to_f32(layer_input) if dtype == dt.float32 else layer_input)
+    states = np.empty((2, dirs, batch, hidden), dtype)
+    states[0] = h
+    cells = c if c is not None else np.zeros((1, 1, 1), dtype)
+    work = seq_len * batch * dirs * gates * hidden * (hidden + source.shape[1])   # multiply-adds
+    busy = work * dtype.itemsize if work >= _gemm.PARALLEL_WORK else 0
+    blas, wide, yield_fn = arguments(dtype)
+    per_step = dirs * (bounds.size - 1)   # tasks: more threads than this would only wait
+    counters, flags = np.zeros(2, np.int64), np.zeros(seq_len * per_step, np.int64)
+    with one_thread():
+        launch(_parallel, busy, min(available_cores(), per_step), blas, wide, yield_fn, counters, flags, bounds,
+               source, w_ih_t, w_hh_t, bias, bias_hn, states, cells, y_rows, seq_len, *shape.row_strides)
+    h[...] = states[seq_len % 2]

@@ -1,4 +1,4 @@
-"""lstm's compiled time loop on NUMBA (``backends/numba/_lstm_loop.py``): each step split in parts
+"""lstm's and gru's compiled time loop on NUMBA (``backends/numba/_recurrence_loop.py``): each step split in parts
 over numba's threads, tasks taken from an atomic counter. It matches BASIC for every layout and
 option, with uneven parts, on one thread and on two, and gives the same bits on both."""
 import numba
@@ -6,13 +6,18 @@ import numpy as np
 import pytest
 
 import polyeng
-from polyeng.backends.numba import _gemm, _lstm_loop, _runtime, lstm as numba_lstm
+from polyeng.backends.numba import _gemm, _recurrence_loop, _runtime
 from support import assert_close_tree
 
 pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["numba"].available,
                                 reason="numba is unavailable")
 
 TOL = {np.dtype(np.float32): dict(rtol=2e-5, atol=2e-6), np.dtype(np.float64): dict(rtol=1e-12, atol=1e-13)}
+
+
+def _basic(op, *args, **kwargs):
+    with polyeng.compute_eng("basic", fallback=False):
+        return getattr(polyeng, op)(*args, **kwargs)
 
 
 def _numpy_blas_is_openblas() -> bool:
@@ -24,24 +29,29 @@ def _numpy_blas_is_openblas() -> bool:
 def test_numpy_openblas_gemm_is_found():
     """numpy's wheels bundle OpenBLAS: where threadpoolctl finds it, the loop is what NUMBA runs for
     f32 and f64 (elsewhere the step-by-step path runs, tested by test_op_lstm.py)."""
-    assert _lstm_loop.available(np.float32) == _numpy_blas_is_openblas() == _lstm_loop.available(np.float64)
-    assert not _lstm_loop.available(np.float16)
+    assert _recurrence_loop.available(np.float32) == _numpy_blas_is_openblas() == _recurrence_loop.available(np.float64)
+    assert not _recurrence_loop.available(np.float16)
 
 
 def test_bounds_and_gate_order():
-    np.testing.assert_array_equal(_lstm_loop.bounds_for(20, 3), [0, 6, 13, 20])
-    order = _lstm_loop.gate_order(5, np.array([0, 2, 5]))
+    np.testing.assert_array_equal(_recurrence_loop.bounds_for(20, 3), [0, 6, 13, 20])
+    order = _recurrence_loop.gate_order(5, np.array([0, 2, 5]))
     # part 0: units 0-1 of gates i, f, g, o; part 1: units 2-4 of each
     np.testing.assert_array_equal(order, [0, 1, 5, 6, 10, 11, 15, 16, 2, 3, 4, 7, 8, 9, 12, 13, 14, 17, 18, 19])
-    assert _lstm_loop.parts_for(128, 2) == 4 and _lstm_loop.parts_for(20, 2) == 1 and _lstm_loop.parts_for(4096, 2) == 8
+    # gru's r, z, n
+    np.testing.assert_array_equal(_recurrence_loop.gate_order(5, np.array([0, 2, 5]), 3),
+                                  [0, 1, 5, 6, 10, 11, 2, 3, 4, 7, 8, 9, 12, 13, 14])
+    parts = _recurrence_loop.parts_for
+    assert parts(128, 2) == 4 and parts(20, 2) == 1 and parts(4096, 2) == 8
 
 
-def _params(rng, input_size, hidden, layers, dirs, dtype, writeable=True):
+def _params(rng, input_size, hidden, layers, dirs, dtype, writeable=True, gates=4):
     params = []
     for k in range(layers * dirs):
         layer_in = input_size if k < dirs else dirs * hidden
+        rows = gates * hidden
         entry = tuple(rng.uniform(-0.6, 0.6, s).astype(dtype)
-                      for s in ((4 * hidden, layer_in), (4 * hidden, hidden), (4 * hidden,), (4 * hidden,)))
+                      for s in ((rows, layer_in), (rows, hidden), (rows,), (rows,)))
         for a in entry:
             a.flags.writeable = writeable
         params.append(entry)
@@ -50,10 +60,10 @@ def _params(rng, input_size, hidden, layers, dirs, dtype, writeable=True):
 
 @pytest.fixture
 def forced(monkeypatch):
-    if not _numpy_blas_is_openblas():
-        pytest.skip("numpy's BLAS is not OpenBLAS: lstm keeps its step-by-step path")
     """The loop on every call, in ``parts`` parts of few units, run on ``threads`` threads exactly
     (whatever the machine's load and the thread trials would choose); records each run's kernel."""
+    if not _numpy_blas_is_openblas():
+        pytest.skip("numpy's BLAS is not OpenBLAS: lstm and gru keep their step-by-step paths")
     ran = []
     state = {"threads": 2}
 
@@ -65,8 +75,8 @@ def forced(monkeypatch):
             return kernel(*args)
         finally:
             numba.set_num_threads(before)
-    monkeypatch.setattr(numba_lstm, "launch", launch)
-    monkeypatch.setattr(_lstm_loop, "UNITS_PER_PART", 4)
+    monkeypatch.setattr(_recurrence_loop, "launch", launch)
+    monkeypatch.setattr(_recurrence_loop, "UNITS_PER_PART", 4)
     monkeypatch.setattr(_gemm, "PARALLEL_WORK", 0)
     _runtime.start_pool()
     return ran, state
@@ -81,35 +91,51 @@ CASES = [  # layers, bidirectional, batch_first, unbatched, with states
 ]
 
 
+@pytest.mark.parametrize("op", ["lstm", "gru"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES)
-def test_loop_matches_basic_on_one_and_two_threads_with_the_same_bits(forced, dtype, case):
+def test_loop_matches_basic_on_one_and_two_threads_with_the_same_bits(forced, dtype, case, op):
     ran, state = forced
     layers, bidirectional, batch_first, unbatched, with_state = case
     rng = np.random.default_rng(3)
     seq, batch, input_size, hidden = 9, 5, 7, 14   # 3 uneven parts of 4-5 units
     dirs = 2 if bidirectional else 1
-    params = _params(rng, input_size, hidden, layers, dirs, dtype)
+    params = _params(rng, input_size, hidden, layers, dirs, dtype, gates=4 if op == "lstm" else 3)
     x_shape = (seq, input_size) if unbatched else (batch, seq, input_size) if batch_first else (seq, batch, input_size)
     x = rng.standard_normal(x_shape).astype(dtype)
     kwargs = {"batch_first": batch_first, "bidirectional": bidirectional}
     if with_state:
         shape = (layers * dirs,) + ((hidden,) if unbatched else (batch, hidden))
-        kwargs["h0"], kwargs["c0"] = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+        kwargs["h0"] = rng.standard_normal(shape).astype(dtype)
+        if op == "lstm":
+            kwargs["c0"] = rng.standard_normal(shape).astype(dtype)
+    run = getattr(polyeng, op)
     with polyeng.compute_eng("basic", fallback=False):
-        expected = polyeng.lstm(x, params, **kwargs)
+        expected = run(x, params, **kwargs)
     results = []
     for threads in (1, 2):
         state["threads"] = threads
         before = len(ran)
         with polyeng.compute_eng("numba", fallback=False):
-            results.append(polyeng.lstm(x, params, **kwargs))
-        assert ran[before:] == [_lstm_loop._parallel] * layers
+            results.append(run(x, params, **kwargs))
+        assert ran[before:] == [_recurrence_loop._parallel] * layers
         assert_close_tree(expected, results[-1], **TOL[np.dtype(dtype)])
     for one, two in zip(np.asarray(results[0][0]).ravel(), np.asarray(results[1][0]).ravel()):
         assert one == two
-    for one, two in zip(results[0][1], results[1][1]):
-        np.testing.assert_array_equal(one, two)
+    for one, two in zip(results[0][1:], results[1][1:]):
+        assert_close_tree(one, two, rtol=0, atol=0)
+
+
+def test_gru_without_reset_after_keeps_the_step_by_step_path(forced):
+    ran, state = forced
+    rng = np.random.default_rng(9)
+    params = _params(rng, 5, 12, 1, 1, np.float32, gates=3)
+    x = rng.standard_normal((4, 2, 5)).astype(np.float32)
+    expected = _basic("gru", x, params, reset_after=False)
+    with polyeng.compute_eng("numba", fallback=False):
+        actual = polyeng.gru(x, params, reset_after=False)
+    assert ran == []
+    assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
 
 
 def test_one_thread_running_every_worker_in_turn_takes_every_task(forced):
@@ -119,33 +145,32 @@ def test_one_thread_running_every_worker_in_turn_takes_every_task(forced):
     rng = np.random.default_rng(4)
     params = _params(rng, 6, 12, 1, 2, np.float32)
     x = rng.standard_normal((8, 3, 6)).astype(np.float32)
-    with polyeng.compute_eng("basic", fallback=False):
-        expected = polyeng.lstm(x, params, bidirectional=True)
-    serial = _runtime.serial(_lstm_loop._parallel)
+    expected = _basic("lstm", x, params, bidirectional=True)
+    serial = _runtime.serial(_recurrence_loop._parallel)
 
     def launch(kernel, busy, *args):
         ran.append(kernel)
         return serial(*args)
-    numba_lstm.launch = launch   # restored by the fixture's monkeypatch
+    _recurrence_loop.launch = launch   # restored by the fixture's monkeypatch
     with polyeng.compute_eng("numba", fallback=False):
         actual = polyeng.lstm(x, params, bidirectional=True)
-    assert ran == [_lstm_loop._parallel]
+    assert ran == [_recurrence_loop._parallel]
     assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
 
 
 def test_permuted_weights_are_kept_for_constant_weights_only(forced):
     rng = np.random.default_rng(5)
     x = rng.standard_normal((4, 2, 5)).astype(np.float32)
-    _lstm_loop._permuted.clear()
+    _recurrence_loop._permuted.clear()
     writeable = _params(rng, 5, 8, 1, 1, np.float32)
     with polyeng.compute_eng("numba", fallback=False):
         polyeng.lstm(x, writeable)
-        assert len(_lstm_loop._permuted) == 0
+        assert len(_recurrence_loop._permuted) == 0
         fixed = _params(rng, 5, 8, 1, 1, np.float32, writeable=False)
         first = polyeng.lstm(x, fixed)
-        assert len(_lstm_loop._permuted) == 1
+        assert len(_recurrence_loop._permuted) == 1
         again = polyeng.lstm(x, fixed)
-        assert len(_lstm_loop._permuted) == 1
+        assert len(_recurrence_loop._permuted) == 1
     assert_close_tree(first, again, rtol=0, atol=0)
 
 
@@ -156,21 +181,20 @@ def test_a_task_whose_thread_never_runs_it_is_run_by_the_waiting_thread(forced):
     rng = np.random.default_rng(6)
     params = _params(rng, 5, 12, 1, 2, np.float32)
     x = rng.standard_normal((6, 3, 5)).astype(np.float32)
-    with polyeng.compute_eng("basic", fallback=False):
-        expected = polyeng.lstm(x, params, bidirectional=True)
+    expected = _basic("lstm", x, params, bidirectional=True)
     seen = {}
 
     def launch(kernel, busy, workers, *args):
         ran.append(kernel)
-        counters, flags = args[3], args[4]
-        counters[_lstm_loop.TAKEN] = 1   # task 0 taken, never run by its taker
-        _lstm_loop._worker(*args)
+        counters, flags = args[3], args[4]   # after blas, wide and yield_fn
+        counters[_recurrence_loop.TAKEN] = 1   # task 0 taken, never run by its taker
+        _recurrence_loop._worker(*args)
         seen["flags"] = flags.copy()
         seen["args"] = args
-    numba_lstm.launch = launch   # restored by the fixture's monkeypatch
+    _recurrence_loop.launch = launch   # restored by the fixture's monkeypatch
     with polyeng.compute_eng("numba", fallback=False):
         actual = polyeng.lstm(x, params, bidirectional=True)
-    assert ran == [_lstm_loop._parallel] and seen["flags"].all()
+    assert ran == [_recurrence_loop._parallel] and seen["flags"].all()
     assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
 
 
@@ -183,15 +207,17 @@ def test_a_task_run_twice_is_written_once(forced):
     kept = {}
 
     def launch(kernel, busy, workers, *args):
-        _lstm_loop._worker(*args)
+        _recurrence_loop._worker(*args)
         kept["args"] = args
-    numba_lstm.launch = launch
+    _recurrence_loop.launch = launch
     with polyeng.compute_eng("numba", fallback=False):
         polyeng.lstm(x, params)
-    blas, wide, yield_fn, counters, flags, bounds, source, w_ih_t, w_hh_t, bias, h, c, y, seq_len, ts, bs = kept["args"]
+    blas, wide, yield_fn, counters, flags, bounds, source, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len, ts, bs = \
+        kept["args"]
     before = [a.copy() for a in (counters, h, c, y)]
-    scratch = [np.empty(2 * 4 * 12, np.float32), np.empty(2 * 12, np.float32), np.empty(2 * 12, np.float32)]
-    _lstm_loop._task(0, blas, wide, counters, flags, bounds, source, w_ih_t, w_hh_t, bias, h, c, y, seq_len, ts, bs,
-                     *scratch)
+    scratch = [np.empty(2 * 4 * 12, np.float32), np.empty(0, np.float32), np.empty(2 * 12, np.float32),
+               np.empty(2 * 12, np.float32)]
+    _recurrence_loop._task(0, blas, wide, counters, flags, bounds, source, w_ih_t, w_hh_t, bias, bias_hn, h, c, y,
+                           seq_len, ts, bs, *scratch)
     for old, new in zip(before, (counters, h, c, y)):
         np.testing.assert_array_equal(old, new)
