@@ -81,8 +81,9 @@ def products(call):
 def _threaded_f32_product(call) -> bool:
     """An f32 product of host matrices (at least ``THREADED_MIN_SIDE`` rows and columns of output)
     that OpenBLAS would run on its threads: ``SMALL_WORK`` multiply-adds or more in one product
-    (a batched matmul's items each). Vector-shaped products stay with BLAS, 1.3-5x faster there
-    (a batch-1 linear of 1x4096 by 4096x2048: 2.9 against 3.9-5.1 ms)."""
+    (a batched matmul's items each; a batch of smaller items may still run on OpenBLAS's threads,
+    each item split, and stays with BLAS). Vector-shaped products stay with BLAS, 1.3-5x faster
+    there (a batch-1 linear of 1x4096 by 4096x2048: 2.9 against 3.9-5.1 ms)."""
     from ..backends._blas_threads import SMALL_WORK
     args = call.args
     left, right = (args["x"], args["weight"]) if call.op == "linear" else (args["a"], args["b"])

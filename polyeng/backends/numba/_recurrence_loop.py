@@ -213,7 +213,8 @@ def _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bi
     c_scratch = np.empty(batch * widest, y.dtype)
     y_scratch = np.empty(batch * widest, y.dtype)
     total = seq_len * per_step
-    help_after = HELP_AFTER
+    # without sched_yield the checks are bare spins, far shorter than a task: wait longer to help
+    help_after = HELP_AFTER if yield_fn != 0 else HELP_AFTER * 256
     while True:
         task = atomic_add(counters, TAKEN, 1)
         if task >= total:
@@ -233,9 +234,12 @@ def _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bi
                     if atomic_load(flags, other) == 0:
                         _task(other, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y,
                               seq_len, time_stride, batch_stride, gates_scratch, x_scratch, c_scratch, y_scratch)
+                        if yield_fn != 0:
+                            help_after = SPINS   # once late, a thread stays likely to be late: help sooner
                         break
                 waited = 0
-                help_after = SPINS   # once late, a thread stays likely to be late: help sooner
+        if atomic_load(flags, task) != 0:   # another thread ran it while this one had lost its core
+            continue
         _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
               time_stride, batch_stride, gates_scratch, x_scratch, c_scratch, y_scratch)
 
