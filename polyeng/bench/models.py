@@ -171,7 +171,8 @@ def block_rounds(runners: dict, results: dict, repeat: int, after_call=None) -> 
     interleaved_rounds(runners, results, repeat, after_call=after_call, settle_s=SETTLE_S, timed=TIMED)
 
 
-def _warm_up(call) -> None:
+def warm_up(call) -> None:
+    """``call`` up to ``WARMUP_CALLS`` times, stopping after ``WARMUP_S`` seconds."""
     began = time.perf_counter()
     for _ in range(WARMUP_CALLS):
         call()
@@ -199,7 +200,7 @@ def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict
             continue
         results[name] = {"first_s": time.perf_counter() - start, "times_s": []}
         try:   # a graph builds its oneDNN programs on its second call
-            _warm_up(call)
+            warm_up(call)
         except Exception as exc:
             errors[name] = _error_text(exc)
             del runners[name], results[name], outputs[name]

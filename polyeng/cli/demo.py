@@ -2,7 +2,9 @@
 
 The bundled BERT-style encoder (an ONNX file exported from PyTorch) runs on every available
 engine, in float32, in float32 under ``fp_math_mode("bf16")`` (products may compute in bf16), and
-converted to bfloat16 by the mixed precision pass; each run shows its median time, its speed
+converted to bfloat16 by the mixed precision pass; each run, after up to 12 untimed calls (at most
+2 s, as ``polyeng bench --models``: a graph builds its oneDNN programs and tries its thread counts
+in its first calls), shows its median time, its speed
 against onnxruntime's on the same file and inputs (timed in the same process), how far it is from
 BASIC's float32 result and from onnxruntime's, and which engine each op ran on. Sizes are small so that a first run, compiling numba's kernels, stays short.
 """
@@ -14,6 +16,7 @@ import polyeng
 from .. import models
 from ..ops import OPS
 from ..bench.inputs import model_inputs
+from ..bench.models import warm_up
 from ..bench.runtimes import as_list, load_graph, onnxruntime_session
 from .console import UsageError
 from .run import amp_counts, amp_text, decisions, engine_scope, max_abs_diff, time_runs
@@ -86,6 +89,9 @@ def run_demo(repeats: int = 3) -> int:
         for precision, runnable in zip(PRECISIONS, (graph, graph, mixed)):
             mode = "bf16" if "fpm:bf16" in precision else "strict"
             with engine_scope(engine), polyeng.fp_math_mode(mode):
+                # as polyeng bench --models: a graph plans on its first call, builds its oneDNN
+                # programs on the second and chooses its thread counts on the next few
+                warm_up(lambda: runnable(*inputs))
                 timing = time_runs(lambda: runnable(*inputs), repeats)
                 rows = decisions(runnable.explain(*inputs))
             outputs = as_list(timing["result"])
