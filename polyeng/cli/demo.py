@@ -4,9 +4,10 @@ The bundled BERT-style encoder (an ONNX file exported from PyTorch) runs on ever
 engine, in float32, in float32 under ``fp_math_mode("bf16")`` (products may compute in bf16), and
 converted to bfloat16 by the mixed precision pass; each run, after up to 12 untimed calls (at most
 2 s, as ``polyeng bench --models``: a graph builds its oneDNN programs and tries its thread counts
-in its first calls), shows its median time, its speed
-against onnxruntime's on the same file and inputs (timed in the same process), how far it is from
-BASIC's float32 result and from onnxruntime's, and which engine each op ran on. Sizes are small so that a first run, compiling numba's kernels, stays short.
+in its first calls), shows its median time, its speed against onnxruntime's on the same file and
+inputs (timed in the same process), how far it is from BASIC's float32 result and from
+onnxruntime's, and which engine each op ran on. Sizes are small so that a first run, compiling
+numba's kernels, stays short.
 """
 from __future__ import annotations
 
