@@ -1,4 +1,5 @@
-"""An array's data address, as ``array.ctypes.data`` gives it, in a seventh of its time.
+"""An array's data address, as ``array.ctypes.data`` gives it, in a seventh of its time; and a C
+library function's address (``c_function``), for compiled code that calls it.
 
 ``ndarray.ctypes`` builds a helper object on every access (about 1.5 us); a oneDNN primitive's
 run reads the address of each of its arguments, a few per graph node. numpy's array struct
@@ -10,6 +11,7 @@ or implementation) ``address`` is ``ctypes.data`` itself.
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 
@@ -36,3 +38,14 @@ def _layout_holds() -> bool:
 
 
 address = _fast if _layout_holds() else _slow
+
+
+def c_function(name: str) -> int:
+    """The address of the C library's function ``name``, 0 where it has none (and on Windows,
+    where ``ctypes.CDLL(None)`` does not open the process's own symbols)."""
+    if os.name != "posix":
+        return 0
+    try:
+        return ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value or 0
+    except (OSError, AttributeError, TypeError):
+        return 0

@@ -23,6 +23,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, register_jitable
 
+from .._address import c_function
+
 _ROW_MAJOR, _NO_TRANS = 101, 111   # CBLAS_ORDER, CBLAS_TRANSPOSE
 _found: dict = {}
 _lock = threading.Lock()
@@ -76,12 +78,7 @@ def _config_says_64(library, name) -> bool:
 def yield_address() -> int:
     """The C library's ``sched_yield`` (0 where there is none, as on Windows: ``call_int`` is then
     not called)."""
-    if os.name != "posix":
-        return 0
-    try:
-        return ctypes.cast(ctypes.CDLL(None).sched_yield, ctypes.c_void_p).value or 0
-    except (OSError, AttributeError, TypeError):
-        return 0
+    return c_function("sched_yield")
 
 
 def _after_fork_in_child():
@@ -143,6 +140,11 @@ def gemm(address, wide, m, n, k, a, lda, b, ldb, beta, c, ldc):
         _gemm32(address, m, n, k, a, lda, b, ldb, beta, c, ldc)
 
 
+def _counters(array) -> bool:
+    """Whether the atomics take ``array``: a 1-D int64 array."""
+    return isinstance(array, types.Array) and array.dtype == types.int64 and array.ndim == 1
+
+
 def _element(context, builder, sig, args):
     array = context.make_array(sig.args[0])(context, builder, args[0])
     return cgutils.get_item_pointer(context, builder, sig.args[0], array, [args[1]])
@@ -151,7 +153,7 @@ def _element(context, builder, sig, args):
 @intrinsic
 def atomic_add(typingctx, array, index, value):
     """``array[index] += value`` atomically (int64 array); the old value."""
-    if not (isinstance(array, types.Array) and array.dtype == types.int64 and array.ndim == 1):
+    if not _counters(array):
         return None
     sig = types.int64(array, types.intp, types.int64)
 
@@ -163,7 +165,7 @@ def atomic_add(typingctx, array, index, value):
 @intrinsic
 def atomic_load(typingctx, array, index):
     """``array[index]`` (int64 array) as another thread's atomic write left it."""
-    if not (isinstance(array, types.Array) and array.dtype == types.int64 and array.ndim == 1):
+    if not _counters(array):
         return None
     sig = types.int64(array, types.intp)
 
@@ -175,7 +177,7 @@ def atomic_load(typingctx, array, index):
 @intrinsic
 def atomic_claim(typingctx, array, index):
     """Set ``array[index]`` (int64 array) from 0 to 1 atomically: whether this call did."""
-    if not (isinstance(array, types.Array) and array.dtype == types.int64 and array.ndim == 1):
+    if not _counters(array):
         return None
     sig = types.boolean(array, types.intp)
 

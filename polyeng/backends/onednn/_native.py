@@ -21,7 +21,7 @@ import weakref
 import numpy as np
 
 from . import _constants as C
-from .._address import address
+from .._address import address, c_function
 from ._lib import ExecArg, OneDNNError, _state, engine, lib, new, note_threads, stream
 from ._primitive import aligned_empty
 
@@ -41,14 +41,7 @@ def _compile():
 def _c_library_addresses() -> list:
     """The addresses of the C library's functions that ``_native_loops.FUNCTIONS`` names (0 for
     one it lacks: then lanes run on Python threads, ``_lane_worker.py``)."""
-    libc = ctypes.CDLL(None)
-    found = []
-    for name in ("sem_trywait", "sem_wait", "sem_post", "sched_yield", "clock_gettime"):
-        try:
-            found.append(_address_of(getattr(libc, name)))
-        except AttributeError:
-            found.append(0)
-    return found
+    return [c_function(name) for name in ("sem_trywait", "sem_wait", "sem_post", "sched_yield", "clock_gettime")]
 
 
 def _functions():

@@ -20,6 +20,7 @@ from numba import carray, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ..numba._native_calls import call_int
 from ..numba._runtime import jit
 
 # the C functions, by their index in ``fns``
@@ -79,12 +80,6 @@ def _call_threads(typingctx, address, a):
 
 
 @intrinsic
-def _call_none(typingctx, address):
-    """int sched_yield(void)."""
-    return _typed(_I32, (), address, ())
-
-
-@intrinsic
 def _call_clock(typingctx, address, a, b):
     """int clock_gettime(clockid_t, struct timespec *)."""
     return _typed(_I32, (_I32, _PTR), address, (a, b))
@@ -136,7 +131,7 @@ def acquire(fns, sem, ts, spin_ns, taken):
         if spin_ns > 0:
             start = _now(fns, ts)
             while True:
-                _call_none(fns[YIELD])
+                call_int(fns[YIELD])
                 if _call_p(fns[TRYWAIT], sem) == 0:
                     slept = False
                     break

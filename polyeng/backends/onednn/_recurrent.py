@@ -7,7 +7,7 @@ one's input.
 - The weights are given in PyTorch's gate-major layout (``ldgoi``: one row copy per call, the
   gates put in oneDNN's order) and the primitive chooses its own layout (``format_tag::any``):
   one reorder per call, or once for weights that cannot change (read-only, as a graph's
-  constants are), kept like ``_packed``'s.
+  constants are), kept as ``backends/_constant.Derived`` keeps derived values.
 - The biases are folded into oneDNN's (one bias per gate; lbr_gru's extra row is b_hn), f32.
 - f32 data under a bf16 fp math mode: oneDNN's bf16 RNN (f32 accumulation, f32 bias and cell
   state) takes x, the weights and h in bf16 and gives y and h in bf16 (3.2 has no f32 dst_layer
@@ -16,8 +16,6 @@ one's input.
 """
 from __future__ import annotations
 
-import collections
-import threading
 
 import numpy as np
 
@@ -25,7 +23,7 @@ from ...engine import dtypes as dt
 from . import _constants as C
 from . import _fpmath
 from ._convert import converted
-from ._packed import constant
+from .._constant import Derived, constant
 from ._primitive import Attr, Primitive, aligned_empty, cached, desc, desc_any, reorder
 from ._threads import threads_for
 
@@ -119,9 +117,8 @@ def _layer_prim(kind, shape, layer, compute) -> _Layer:
 
 # --- weights: PyTorch's (G*H, in) per direction -> the primitive's layout --------------------------
 
-_packed: collections.OrderedDict = collections.OrderedDict()
-_lock = threading.Lock()
 MAX_PACKED = 256
+_packed = Derived(limit=MAX_PACKED)   # by primitive, weights_layer or weights_iter, and the weights
 stats = {"reorders": 0}
 
 
@@ -155,25 +152,8 @@ def _reordered(prim, index, kind, weights, layer_in, hidden, data):
 def weights_of(layer: _Layer, kind, index, weights, hidden):
     """``_reordered``, once per weight set that cannot change (kept, bounded), else on every call."""
     layer_in = layer.layer_in if index == 0 else hidden
-    if not all(constant(w) for w in weights):
-        return _reordered(layer.prim, index, kind, weights, layer_in, hidden, layer.data)
-    key = (id(layer.prim), index) + tuple((w.ctypes.data, w.shape, w.strides, w.dtype.str) for w in weights)
-    with _lock:
-        entry = _packed.get(key)
-        if entry is not None and entry[0] is layer.prim:
-            _packed.move_to_end(key)
-            return entry[2]
-    buffer = _reordered(layer.prim, index, kind, weights, layer_in, hidden, layer.data)
-    roots = []
-    for w in weights:
-        while isinstance(w.base, np.ndarray):
-            w = w.base
-        roots.append(w)
-    with _lock:
-        _packed[key] = (layer.prim, roots, buffer)
-        while len(_packed) > MAX_PACKED:
-            _packed.popitem(last=False)
-    return buffer
+    return _packed.get(weights, (layer.prim, index),
+                       lambda: _reordered(layer.prim, index, kind, weights, layer_in, hidden, layer.data))
 
 
 def _bias(kind, entries, hidden):
