@@ -30,72 +30,80 @@ _PIXELS_BLOCK = 64   # output pixels per task of the channels-last kernel (whole
 
 
 @inline
-def _edge_pixel(src, w, b, y0, t, dh, dw, left):
-    """Output column t of the row whose taps start at input row y0: a 3x3 sum, taps outside skipped."""
-    height, width = src.shape[0], src.shape[1]
-    acc = b
-    for i in range(3):
-        iy = y0 + i * dh
-        if 0 <= iy < height:
-            for j in range(3):
-                ix = t - left + j * dw
-                if 0 <= ix < width:
-                    acc += w[i, j] * src[iy, ix]
-    return acc
+def _edge_column(src, w, b, dst, t, y_lo, y_hi, dh, dw, top, left):
+    """Column t of output rows [y_lo, y_hi) (each with all three rows of its taps inside the image):
+    the bias, then each column of taps inside the image added down the column."""
+    width = src.shape[1]
+    for y in range(y_lo, y_hi):
+        dst[y, t] = b
+    for j in range(3):
+        ix = t - left + j * dw
+        if 0 <= ix < width:
+            v0, v1, v2 = w[0, j], w[1, j], w[2, j]
+            for y in range(y_lo, y_hi):
+                y0 = y - top
+                dst[y, t] += v0 * src[y0, ix] + v1 * src[y0 + dh, ix] + v2 * src[y0 + 2 * dh, ix]
 
 
 @jit
 def _depthwise_rows(x, weight, bias, has_bias, out, per_channel, dh, dw, top, left, first, last):
     """A 3x3 unit-stride depthwise convolution, output plane (n, o) summing channel o // per_channel's
-    taps times o's weights, for the planes n * O + o from ``first`` to ``last``: each row inside the
-    image one loop over its columns inside, all 9 taps at once (as wide as the input, as with
-    'same' padding: one loop over all those rows, the edge columns it wraps redone), the rest tap
-    by tap."""
+    taps times o's weights, for the planes n * O + o from ``first`` to ``last``.
+
+    The rows whose taps are all inside the image: their columns inside, one loop summing all 9 taps
+    (as wide as the input, as with 'same' padding: one flat loop over all those rows, the edge
+    columns it wraps redone), then the edge columns down the column, tap column by tap column. The
+    rows whose taps reach the padding above or below: tap by tap. (Edge pixels one by one, each tap
+    checked, took half of a 56x56 plane's time.)"""
     height, width = x.shape[2], x.shape[3]
     outs, oh, ow = out.shape[1], out.shape[2], out.shape[3]
     lo, hi = min(ow, left), max(min(ow, left), min(ow, width - 2 * dw + left))   # columns inside: [lo, hi)
     y_lo, y_hi = min(oh, top), max(min(oh, top), min(oh, height - 2 * dh + top))  # rows inside: [y_lo, y_hi)
-    flat = ow == width and hi > lo
+    inside = y_hi > y_lo and hi > lo
+    flat = ow == width
     for plane in range(first, last):
         n, o = plane // outs, plane % outs
-        src, w = x[n, o // per_channel], weight[o, 0]
+        src, w, dst = x[n, o // per_channel], weight[o, 0], out[n, o]
         b = bias[o] if has_bias else out.dtype.type(0)
         w00, w01, w02, w10, w11, w12 = w[0, 0], w[0, 1], w[0, 2], w[1, 0], w[1, 1], w[1, 2]
         w20, w21, w22 = w[2, 0], w[2, 1], w[2, 2]
-        if flat and y_hi > y_lo:
+        if inside and flat:
             # flat over rows y_lo..y_hi, from column lo of the first to column hi of the last: each
             # tap's reads stay inside the plane; the columns outside [lo, hi) read the next or last row
             flat_src, start = src.ravel(), y_lo * width + lo
-            dst = out[n, o].ravel()[start:]
-            a0, a1, a2 = flat_src[start - top * width - left:], flat_src[start - top * width - left + dw:], \
-                flat_src[start - top * width - left + 2 * dw:]
-            mid = start + (dh - top) * width - left
+            row = dst.ravel()[start:]
+            first_tap = start - top * width - left
+            a0, a1, a2 = flat_src[first_tap:], flat_src[first_tap + dw:], flat_src[first_tap + 2 * dw:]
+            mid = first_tap + dh * width
             b0, b1, b2 = flat_src[mid:], flat_src[mid + dw:], flat_src[mid + 2 * dw:]
-            low = start + (2 * dh - top) * width - left
+            low = first_tap + 2 * dh * width
             c0, c1, c2 = flat_src[low:], flat_src[low + dw:], flat_src[low + 2 * dw:]
             for t in range((y_hi - 1) * width + hi - start):
-                dst[t] = (b + w00 * a0[t] + w01 * a1[t] + w02 * a2[t] + w10 * b0[t] + w11 * b1[t]
+                row[t] = (b + w00 * a0[t] + w01 * a1[t] + w02 * a2[t] + w10 * b0[t] + w11 * b1[t]
                           + w12 * b2[t] + w20 * c0[t] + w21 * c1[t] + w22 * c2[t])
+        elif inside:
+            # each row's columns inside in one loop over all 9 taps, each a view shifted by its offset
+            x0 = lo - left
+            for y in range(y_lo, y_hi):
+                y0 = y - top
+                a0, a1, a2 = src[y0, x0:], src[y0, x0 + dw:], src[y0, x0 + 2 * dw:]
+                b0, b1, b2 = src[y0 + dh, x0:], src[y0 + dh, x0 + dw:], src[y0 + dh, x0 + 2 * dw:]
+                c0, c1, c2 = src[y0 + 2 * dh, x0:], src[y0 + 2 * dh, x0 + dw:], src[y0 + 2 * dh, x0 + 2 * dw:]
+                row = dst[y, lo:]
+                for t in range(hi - lo):
+                    row[t] = (b + w00 * a0[t] + w01 * a1[t] + w02 * a2[t] + w10 * b0[t] + w11 * b1[t]
+                              + w12 * b2[t] + w20 * c0[t] + w21 * c1[t] + w22 * c2[t])
+        if inside:   # the columns whose taps reach the padding on the left or right
+            for t in range(lo):
+                _edge_column(src, w, b, dst, t, y_lo, y_hi, dh, dw, top, left)
+            for t in range(hi, ow):
+                _edge_column(src, w, b, dst, t, y_lo, y_hi, dh, dw, top, left)
         for y in range(oh):
-            row = out[n, o, y]
-            y0 = y - top
-            if y_lo <= y < y_hi and hi > lo:
-                if not flat:
-                    # all 9 taps in one loop over the columns inside, each tap a view shifted by its offset
-                    x0 = lo - left
-                    a0, a1, a2 = src[y0, x0:], src[y0, x0 + dw:], src[y0, x0 + 2 * dw:]
-                    b0, b1, b2 = src[y0 + dh, x0:], src[y0 + dh, x0 + dw:], src[y0 + dh, x0 + 2 * dw:]
-                    c0, c1, c2 = src[y0 + 2 * dh, x0:], src[y0 + 2 * dh, x0 + dw:], src[y0 + 2 * dh, x0 + 2 * dw:]
-                    inside = row[lo:]
-                    for t in range(hi - lo):
-                        inside[t] = (b + w00 * a0[t] + w01 * a1[t] + w02 * a2[t] + w10 * b0[t] + w11 * b1[t]
-                                     + w12 * b2[t] + w20 * c0[t] + w21 * c1[t] + w22 * c2[t])
-                for t in range(lo):   # the columns whose taps reach the padding
-                    row[t] = _edge_pixel(src, w, b, y0, t, dh, dw, left)
-                for t in range(hi, ow):
-                    row[t] = _edge_pixel(src, w, b, y0, t, dh, dw, left)
+            if inside and y_lo <= y < y_hi:
                 continue
-            for t in range(ow):   # a row whose taps reach the padding above or below: tap by tap
+            row = dst[y]   # a row whose taps reach the padding above or below: tap by tap
+            y0 = y - top
+            for t in range(ow):
                 row[t] = b
             for i in range(3):
                 iy = y0 + i * dh
@@ -107,10 +115,9 @@ def _depthwise_rows(x, weight, bias, has_bias, out, per_channel, dh, dw, top, le
                     offset = j * dw - left
                     begin = min(ow, max(0, -offset))
                     stop = max(begin, min(ow, width - offset))
-                    dst = row[begin:stop]
-                    part = line[begin + offset:stop + offset]
+                    part, into = line[begin + offset:stop + offset], row[begin:stop]
                     for t in range(stop - begin):
-                        dst[t] += wij * part[t]
+                        into[t] += wij * part[t]
 
 
 @jit(parallel=True)
