@@ -28,3 +28,7 @@ __all__ = [
 # The ops, as the catalogue finds them in polyeng/ops: nothing here lists them.
 globals().update((name, spec.function) for name, spec in _catalogue.specs().items())
 __all__ += list(_catalogue.specs())
+
+# OpenBLAS's workers sleep soon after their last task instead of spinning for 0.1 s
+from .backends import _blas_spin
+_blas_spin.apply()

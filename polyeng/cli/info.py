@@ -76,6 +76,7 @@ def report() -> str:
             "  BLAS:           " + (f"{blas.get('library', '?')} {blas.get('version', '')} ({blas.get('threading', '?')}), "
                                      f"{blas['threads']} threads; small products on 1, large on the budget, matmul and linear on the faster of the two"
                                      if blas else "not driven (not an OpenBLAS with its own threads)"),
+            "  BLAS workers:   " + _spin_text(),
             f"  now:            {threads['threads_now']} threads for a parallel kernel "
             f"(fewer while other processes keep cores busy)",
             "  per kernel:     " + ("the budget or one thread, whichever its first calls ran faster on "
@@ -86,6 +87,12 @@ def report() -> str:
     out += ["", "memory:", "  freed memory:   " + ("kept for the next run; " if kept["kept"] else "given back (") + kept["why"]
             + ("" if kept["kept"] else ")")]
     return "\n".join(out)
+
+
+def _spin_text() -> str:
+    from ..backends import _blas_spin
+    spin = _blas_spin.apply()
+    return spin["why"] if spin["short"] else f"spin as OpenBLAS sets them ({spin['why']})"
 
 
 def thread_policy() -> dict:

@@ -17,8 +17,10 @@
   once, as it loads) and restores the environment at once. If libgomp is already loaded (another
   library started it), its policy is unknown, so numba's pool runs on its ``workqueue`` layer,
   which never spins. (oneDNN programs' lane threads alone try for work for 0.5 ms after a run,
-  yielding their core between tries: ``backends/onednn/_lane_worker.py``.) Variables the user set (``OMP_WAIT_POLICY``, ``NUMBA_THREADING_LAYER``,
-  ``NUMBA_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``, ``POLYENG_NUM_THREADS``) always win.
+  yielding their core between tries: ``backends/onednn/_lane_worker.py``.) OpenBLAS's workers are
+  told at import to sleep 0.1 ms after their last task, not 0.1 s (``backends/_blas_spin.py``).
+  Variables the user set (``OMP_WAIT_POLICY``, ``NUMBA_THREADING_LAYER``, ``NUMBA_NUM_THREADS``,
+  ``OPENBLAS_NUM_THREADS``, ``OPENBLAS_THREAD_TIMEOUT``, ``POLYENG_NUM_THREADS``) always win.
 
 ``policy()`` reports what is in force; ``polyeng info`` prints it.
 """
