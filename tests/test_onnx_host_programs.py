@@ -239,3 +239,99 @@ def test_gather_nd_keeps_the_checked_index_of_read_only_indices_per_data_shape()
         host_ops.gather_nd(np.arange(4).reshape(2, 2), indices)
     fresh = np.array([[1, 1]], np.int64)   # writeable: checked on every call
     np.testing.assert_array_equal(host_ops.gather_nd(np.arange(6).reshape(2, 3), fresh), [4])
+
+
+def _positions_and_mask_programs():
+    """Program A, kept per shape: the sequence positions of ``x``. Program B: the causal
+    comparison of A's positions (its steps that read only them and constants are kept: A gives
+    the very same array again) and the And with the mask input (run on every call)."""
+    a = [["shape", "onnx.shape", {"x": {"slot": 0}}, 0],
+         ["seq", "onnx.gather", {"data": {"slot": 1}, "indices": np.array(1, np.int64)}, 0],
+         ["positions", "onnx.range", {"start": np.array(0, np.int64), "limit": {"slot": 2},
+                                      "delta": np.array(1, np.int64)}, 0]]
+    b = [["row", "onnx.unsqueeze", {"x": {"slot": 0}, "axes": (0,)}, 0],
+         ["column", "onnx.unsqueeze", {"x": {"slot": 0}, "axes": (1,)}, 0],
+         ["causal", "onnx.compare", {"a": {"slot": 3}, "b": {"slot": 4}, "op": "less_equal"}, 0],
+         ["allowed", "onnx.logical", {"values": [{"slot": 5}, {"slot": 1}], "op": "and"}, 0],
+         ["kept", "onnx.logical", {"values": [{"slot": 2}, {"slot": 6}], "op": "and"}, 0]]
+    return a, b
+
+
+def test_a_value_another_program_keeps_counts_as_a_constant():
+    from polyeng.onnx.host_programs import _compiled, program
+    a, b = _positions_and_mask_programs()
+    rng = np.random.default_rng(5)
+    yes = np.array(True)   # the graph's constant
+    for s in (6, 6, 4, 6, 4):
+        x = np.zeros((2, s, 3), np.float32)
+        (positions,) = program([x], a, [3], [0])
+        mask = rng.random((1, s)) < 0.6
+        (kept,) = program([positions, mask, yes], b, [7], None, [2])
+        want = (np.arange(s)[None, :] <= np.arange(s)[:, None]) & mask
+        np.testing.assert_array_equal(kept, want)
+        assert kept.flags.writeable   # built from the mask: the caller's own
+    compiled = _compiled[id(b)]
+    assert compiled.shared == (0,)
+    assert compiled.static == [True, True, True, False, False]
+    assert len(compiled.memo) == 2   # one per sequence length: A gave the same positions again
+
+
+def test_a_value_like_a_kept_one_but_not_kept_is_read_on_every_call():
+    """A value first given as another program's kept result and later as a fresh array (the same
+    values, or new ones) is not taken for the kept one."""
+    from polyeng.onnx.host_programs import program
+    a, b = _positions_and_mask_programs()
+    (positions,) = program([np.zeros((1, 5, 2), np.float32)], a, [3], [0])
+    mask, yes = np.ones((1, 5), bool), np.array(True)
+    program([positions, mask, yes], b, [7], None, [2])
+    fresh = np.array([4, 3, 2, 1, 0], np.int64)
+    (kept,) = program([fresh, mask, yes], b, [7], None, [2])
+    np.testing.assert_array_equal(kept, fresh[None, :] <= fresh[:, None])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int64, np.int8, np.bool_])
+def test_where_of_one_value_each_is_numpys_bit_for_bit(dtype):
+    from polyeng.onnx import host_ops
+    rng = np.random.default_rng(2)
+    pairs = [(np.array([0], dtype), np.array([1], dtype))]
+    if np.dtype(dtype).kind == "f":
+        nan = np.array([np.nan], dtype).view(np.dtype(f"u{np.dtype(dtype).itemsize}")) | 1   # a NaN payload
+        pairs += [(nan.view(dtype), np.array([-np.inf], dtype)), (np.array([-0.0], dtype), np.array([np.finfo(dtype).min], dtype))]
+    row = rng.random((1, 1, 1, 16)) < 0.5
+    conds = [rng.random((1, 1, 16, 16)) < 0.5, np.broadcast_to(row, (1, 1, 16, 16)), np.array(True),
+             np.zeros((0, 3), bool), (rng.random((4, 6)) < 0.5)[:, ::2]]
+    for then, else_ in pairs:
+        for cond in conds:
+            for t, e in ((then, else_), (then.reshape(()), else_.reshape(1, 1)[:, :1])):
+                if max(t.ndim, e.ndim) > cond.ndim:
+                    continue
+                got, want = host_ops.where(t, e, cond), np.where(cond, t, e)
+                assert got.shape == want.shape and got.dtype == want.dtype
+                assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("op", ["and", "or", "xor"])
+def test_logical_with_one_bool_is_numpys(op):
+    from polyeng.onnx import host_ops
+    rng = np.random.default_rng(4)
+    for scalar_shape, other_shape in (((), (1, 1, 8, 8)), ((1,), (3, 5)), ((1, 1), (2,)), ((), ()), ((1,), (0, 2))):
+        for value in (True, False):
+            s, other = np.full(scalar_shape, value), rng.random(other_shape) < 0.5
+            for values in ([s, other], [other, s]):
+                got, want = host_ops.logical(values, op), host_ops.LOGICAL[op](*values)
+                assert got.shape == want.shape and got.dtype == want.dtype
+                np.testing.assert_array_equal(got, want)
+                assert not np.shares_memory(got, other)
+
+
+def test_expand_broadcasts_copies_and_names_shapes_that_do_not_broadcast():
+    from polyeng.onnx import host_ops
+    x = np.arange(4.0).reshape(1, 4)
+    same = host_ops.expand(x, np.array([1, 4]))
+    assert not same.flags.writeable and np.shares_memory(same, x)   # a read-only view, as numpy's
+    wide = host_ops.expand(x, np.array([3, 1, 1]))
+    np.testing.assert_array_equal(wide, np.broadcast_to(x, (3, 1, 4)))
+    assert wide.flags.writeable and wide.flags.c_contiguous and not np.shares_memory(wide, x)
+    assert host_ops.expand(np.zeros((0, 1)), np.array([0, 5])).shape == (0, 5)
+    with pytest.raises(ValueError, match=r"shapes \(1, 4\), \(3,\) do not broadcast together"):
+        host_ops.expand(x, np.array([3]))

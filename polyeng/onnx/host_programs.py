@@ -15,6 +15,8 @@ neither ``onnx`` nor the converters.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..engine.call import map_arrays
@@ -76,7 +78,7 @@ class _Compiled:
             raise ValueError(f"{PROGRAM}: constants must be a list of value slots, not {type(constants).__name__}")
         self.constants = tuple(constants) if shape_keyed is None and constants else ()
         self.static = self.static_keys = None   # found on the first call, from its values
-        self.small = ()
+        self.small = self.shared = ()
 
     def _find_static(self, values) -> None:
         """Which steps compute only from constants, small integer values and shapes: those reading
@@ -85,10 +87,16 @@ class _Compiled:
         values). Their results are the same for the same value shapes, constant arrays and small
         integer values (shape arithmetic another program made: ``small_ints``), so they are kept
         per key (``static``, a bool per step) and the others run on every call. The key is the
-        shapes of the other values (``static_keys``)."""
+        shapes of the other values (``static_keys``).
+
+        A value that another program kept (``shared``: a read-only result of its static steps, given
+        again on every call with the same key) counts as a constant: the sequence positions a mask
+        compares are one program's, the comparison another's."""
         count = len(values)
-        self.small = tuple(i for i in range(count) if i not in self.constants and _small_ints(values[i]))
-        fixed = set(self.constants) | set(self.small)   # slots whose values follow from the key
+        self.shared = tuple(i for i in range(count) if i not in self.constants and _is_kept(values[i]))
+        self.small = tuple(i for i in range(count) if i not in self.constants and i not in self.shared
+                           and _small_ints(values[i]))
+        fixed = set(self.constants) | set(self.shared) | set(self.small)   # slots whose values follow from the key
         shaped = set(range(count))    # slots whose shapes follow from the key
         static, made = [], count
         for (_, op, args, _), run in zip(self.steps, self.run):
@@ -143,14 +151,16 @@ class _Compiled:
         if self.constants:
             if self.static is None:
                 self._find_static(values)
-            if self.static and all(_small_ints(values[i]) for i in self.small):
+            if self.static and all(_small_ints(values[i]) for i in self.small) and all(
+                    _is_kept(values[i]) for i in self.shared):
+                held = self.constants + self.shared
                 key = (tuple(tuple(values[i].shape) for i in self.static_keys),
-                       tuple(id(values[i]) for i in self.constants),
+                       tuple(id(values[i]) for i in held),
                        tuple((values[i].dtype.str, values[i].shape, values[i].tobytes()) for i in self.small))
                 kept = self.memo.get(key)
                 if kept is None and len(self.memo) < _MEMO_SIZES:
                     # the constants are held beside their results, so no other array takes their ids
-                    keep = ([values[i] for i in self.constants], [])
+                    keep = ([values[i] for i in held], [])
                     static_key = key
                 key = None
         slots = list(values)
@@ -176,11 +186,12 @@ class _Compiled:
                 slots.extend(value for _, value in sorted(by_output_index(out, result), key=lambda pair: pair[0]))
             if keep is not None:
                 results = slots[made:] if self.static[index] else None
-                if results and any(_aliases(r, values, self.constants) for r in results):
+                if results and any(_aliases(r, values, held) for r in results):
                     results = None   # a view of (or the very) input: run again on every call
                 for array in results or ():
                     if hasattr(array, "flags"):
                         array.flags.writeable = False   # shared by every call with this key
+                        _kept[id(array)] = array
                 keep[1].append(results)
         if keep is not None:   # kept only once every step ran
             self.memo[static_key] = keep
@@ -189,11 +200,13 @@ class _Compiled:
             for array in found:
                 if hasattr(array, "flags"):
                     array.flags.writeable = False   # shared by every call at these shapes
+                    _kept[id(array)] = array
             self.memo[key] = found
         return found
 
 
 _compiled: dict = {}   # id(steps) -> _Compiled
+_kept = weakref.WeakValueDictionary()   # id -> a static step's result a program keeps (while it does)
 _MEMO_SIZES = 64       # input shapes remembered per program
 _PROGRAMS = 4096       # programs compiled per process, before the oldest are dropped
 
@@ -222,6 +235,11 @@ def _aliases(result, values, constants) -> bool:
         return False
     return any(i not in constants and isinstance(v, np.ndarray) and np.may_share_memory(result, v)
                for i, v in enumerate(values))
+
+
+def _is_kept(value) -> bool:
+    """Whether ``value`` is a result a program keeps for its static steps (the very array)."""
+    return _kept.get(id(value)) is value
 
 
 def _small_ints(value) -> bool:
