@@ -1,8 +1,9 @@
 """One case of ``polyeng bench`` timed: a runner per engine (and per engine on device tensors, and
 PyTorch), each result checked against BASIC's, then interleaved timed rounds beside a plain copy.
 
-Every runner is called once to warm up, then ``repeat`` times in a rotating order so that drift
-(clock, other processes) hits all of them alike; the median is reported. An engine with device
+Every runner is called once (its result checked), then up to ``WARMUP_CALLS`` more times untimed
+(at most ``WARMUP_S`` seconds), then ``repeat`` times in a rotating order so that drift (clock,
+other processes) hits all of them alike; the median is reported. An engine with device
 tensors (OPENCL) is timed twice: with numpy arrays in and out (transfers included), and as
 ``engine:device`` with its inputs uploaded before timing and its result left on the device.
 """
@@ -18,6 +19,13 @@ import numpy as np
 import polyeng
 from ..engine import dtypes as dt
 from .workload import moved_bytes
+
+# Calls of each runner after its checked one, before the timed rounds: a NUMBA kernel's or ONEDNN
+# primitive's first 7 calls alternate between the thread budget and one thread to choose
+# (engine/thread_trials.py), so timed right away half the rounds ran on one thread (a ONEDNN
+# 3x3 convolution of 8x64x56x56: 9-10 ms and 17-18 ms, alternately).
+WARMUP_CALLS = 8
+WARMUP_S = 1.0
 
 # Loose on purpose: the check catches wrong results, not rounding differences between kernels.
 TOLERANCE = {"f32": 1e-3, "f64": 1e-6, "bf16": 5e-2, "f16": 5e-2}
@@ -130,6 +138,15 @@ def _runners(case, args, kwargs, engines, torch):
     return runners, errors
 
 
+def warm_up(call, calls: int = WARMUP_CALLS, seconds: float = WARMUP_S) -> None:
+    """``call`` up to ``calls`` times, stopping after ``seconds``."""
+    began = time.perf_counter()
+    for _ in range(calls):
+        call()
+        if time.perf_counter() - began > seconds:
+            break
+
+
 def interleaved_rounds(runners: dict, results: dict, repeat: int, after_call=None, after_round=None,
                        settle_s: float = 0.0, timed: int = 1) -> None:
     """``repeat`` rounds calling every runner ``timed`` times, appending each call's time to
@@ -191,6 +208,8 @@ def measure_case(case, args, kwargs, dtype, engines, torch, repeat, progress=Non
     runners["copy"] = lambda: np.copyto(dst, src)
     runners["copy"]()
     results["copy"] = {"times_s": []}
+    for call in runners.values():
+        warm_up(call)
     interleaved_rounds(runners, results, repeat, after_round=progress)
     for entry in results.values():
         entry["median_s"] = statistics.median(entry["times_s"])

@@ -25,6 +25,7 @@ import polyeng
 from .. import models
 from . import BenchError
 from .inputs import model_inputs
+from . import measure
 from .measure import TOLERANCE, interleaved_rounds, max_relative_diff
 from .runtimes import (as_list, installed_version, load_graph, load_torch, onnxruntime_session, openvino_runner,
                        thread_policy_text,
@@ -173,11 +174,7 @@ def block_rounds(runners: dict, results: dict, repeat: int, after_call=None) -> 
 
 def warm_up(call) -> None:
     """``call`` up to ``WARMUP_CALLS`` times, stopping after ``WARMUP_S`` seconds."""
-    began = time.perf_counter()
-    for _ in range(WARMUP_CALLS):
-        call()
-        if time.perf_counter() - began > WARMUP_S:
-            break
+    measure.warm_up(call, WARMUP_CALLS, WARMUP_S)
 
 
 def measure_file(entry, repeat, threads, torch, torch_models, step=None) -> dict:
