@@ -276,6 +276,21 @@ def test_a_value_another_program_keeps_counts_as_a_constant():
     assert len(compiled.memo) == 2   # one per sequence length: A gave the same positions again
 
 
+def test_a_program_without_constants_keeps_what_it_computes_from_kept_values():
+    from polyeng.onnx.host_programs import _compiled, program
+    a, _ = _positions_and_mask_programs()
+    b = [["row", "onnx.unsqueeze", {"x": {"slot": 0}, "axes": (0,)}, 0],   # no graph constant read
+         ["column", "onnx.unsqueeze", {"x": {"slot": 0}, "axes": (1,)}, 0],
+         ["causal", "onnx.compare", {"a": {"slot": 2}, "b": {"slot": 3}, "op": "less_equal"}, 0],
+         ["allowed", "onnx.logical", {"values": [{"slot": 4}, {"slot": 1}], "op": "and"}, 0]]
+    (positions,) = program([np.zeros((1, 4, 2), np.float32)], a, [3], [0])
+    for _ in range(2):
+        mask = np.array([[True, False, True, True]])
+        (allowed,) = program([positions, mask], b, [5], None, [])
+        np.testing.assert_array_equal(allowed, (np.arange(4)[None, :] <= np.arange(4)[:, None]) & mask)
+    assert _compiled[id(b)].static == [True, True, True, False]
+
+
 def test_a_value_like_a_kept_one_but_not_kept_is_read_on_every_call():
     """A value first given as another program's kept result and later as a fresh array (the same
     values, or new ones) is not taken for the kept one."""
@@ -308,6 +323,14 @@ def test_where_of_one_value_each_is_numpys_bit_for_bit(dtype):
                 got, want = host_ops.where(t, e, cond), np.where(cond, t, e)
                 assert got.shape == want.shape and got.dtype == want.dtype
                 assert got.tobytes() == want.tobytes()
+
+
+def test_where_of_objects_or_swapped_bytes_is_numpys():
+    from polyeng.onnx import host_ops
+    cond = np.array([True, False])
+    for then, else_ in ((np.array("a", object), np.array("b", object)), (np.array([1.5], ">f4"), np.array([2.5], ">f4"))):
+        got, want = host_ops.where(then, else_, cond), np.where(cond, then, else_)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("op", ["and", "or", "xor"])

@@ -14,11 +14,18 @@ with the new timeout, on its next threaded product (as it does after a fork). A 
 follows another by more than that then wakes its workers first: 30-40 us, nothing beside the
 products of 2**23 multiply-adds and more that polyeng runs on several threads.
 
+``openblas_read_env`` reads every OpenBLAS variable again, so while it runs the others are set to
+what OpenBLAS holds already (``OPENBLAS_VERBOSE``, ``OPENBLAS_BLOCK_FACTOR``; the thread counts it
+reads are used only before its first threads start). The process's threads then restart on
+OpenBLAS's next threaded product or thread-count change, and every product that follows another
+by more than 0.1 ms wakes them first: the user's own numpy products too.
+
 Stopping the workers is safe only while no other thread is inside OpenBLAS, so it is done only
 when the importing thread is the process's only Python thread. OpenBLAS keeps its own setting
-when another thread runs, when the user set ``OPENBLAS_THREAD_TIMEOUT`` or ``GOTO_THREAD_TIMEOUT``
-(theirs wins: ``OPENBLAS_THREAD_TIMEOUT=28`` keeps OpenBLAS's default), when numpy's BLAS is not
-OpenBLAS on its own threads, or when that OpenBLAS lacks those functions. ``state()`` says which.
+when another thread runs, when the user gave it a timeout (``OPENBLAS_THREAD_TIMEOUT`` or
+``GOTO_THREAD_TIMEOUT`` in the environment, or one OpenBLAS read when it loaded: theirs wins,
+``OPENBLAS_THREAD_TIMEOUT=28`` keeps OpenBLAS's default), when numpy's BLAS is not OpenBLAS on its
+own threads, or when that OpenBLAS lacks those functions. ``state()`` says which.
 """
 from __future__ import annotations
 
@@ -60,14 +67,24 @@ def _apply() -> dict:
     try:
         read_env, shutdown, timeout = (library.openblas_read_env, library.blas_thread_shutdown_,
                                        library.openblas_thread_timeout)
+        held = {"OPENBLAS_VERBOSE": library.openblas_verbose, "OPENBLAS_BLOCK_FACTOR": library.openblas_block_factor}
     except AttributeError:
         return {"short": False, "why": "this OpenBLAS has no openblas_read_env or blas_thread_shutdown_"}
     timeout.restype = ctypes.c_uint
-    os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(SPIN_BITS)
+    if timeout():   # read from the environment when OpenBLAS loaded: the user's
+        return {"short": False, "why": f"OPENBLAS_THREAD_TIMEOUT={timeout()} given when OpenBLAS loaded"}
+    wanted = {name: str(get()) for name, get in held.items()}
+    wanted["OPENBLAS_THREAD_TIMEOUT"] = str(SPIN_BITS)
+    saved = {name: os.environ.get(name) for name in wanted}
     try:
+        os.environ.update(wanted)
         read_env()
     finally:
-        del os.environ["OPENBLAS_THREAD_TIMEOUT"]
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     if timeout() != SPIN_BITS:
         return {"short": False, "why": "OpenBLAS did not take OPENBLAS_THREAD_TIMEOUT"}
     shutdown()   # the workers restart on the next threaded product, reading the new timeout

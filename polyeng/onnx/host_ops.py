@@ -227,7 +227,8 @@ def astype(x, dtype):
 def where(then, else_, cond):
     then, else_, cond = _host(then), _host(else_), _host(cond)
     if (then.size == 1 and else_.size == 1 and then.dtype == else_.dtype and then.dtype.itemsize in _UINTS
-            and cond.dtype == np.bool_ and max(then.ndim, else_.ndim) <= cond.ndim):
+            and not then.dtype.hasobject and then.dtype.isnative and cond.dtype == np.bool_
+            and max(then.ndim, else_.ndim) <= cond.ndim):
         return _select(then, else_, cond)
     return np.where(cond, then, else_)
 

@@ -77,6 +77,7 @@ class _Compiled:
         if constants is not None and not isinstance(constants, (list, tuple)):
             raise ValueError(f"{PROGRAM}: constants must be a list of value slots, not {type(constants).__name__}")
         self.constants = tuple(constants) if shape_keyed is None and constants else ()
+        self.reads_values = shape_keyed is None   # its static steps are found on the first call
         self.static = self.static_keys = None   # found on the first call, from its values
         self.small = self.shared = ()
 
@@ -148,7 +149,7 @@ class _Compiled:
             if found is not None:
                 return found
         kept = keep = None
-        if self.constants:
+        if self.reads_values:
             if self.static is None:
                 self._find_static(values)
             if self.static and all(_small_ints(values[i]) for i in self.small) and all(
