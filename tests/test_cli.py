@@ -355,9 +355,32 @@ def test_warmup_compiles_once_and_then_loads_from_the_disk_cache(tmp_path):
     env = {"NUMBA_CACHE_DIR": str(tmp_path)}
     code, out, err = run_polyeng(*warmup, env=env)
     assert code == 0 and err == "", err
-    assert "numba    2 calls" in out and "2 kernels compiled, 0 loaded from the disk cache" in out, out
+    # softmax over the last axis and over another: two parallel kernels and their serial compiles
+    assert "numba    2 calls" in out and "4 kernels compiled, 0 loaded from the disk cache" in out, out
     code, out, err = run_polyeng(*warmup, env=env)
-    assert code == 0 and "0 kernels compiled, 2 loaded from the disk cache" in out, out
+    assert code == 0 and "0 kernels compiled, 4 loaded from the disk cache" in out, out
+
+
+def test_after_warmup_a_process_on_numbas_workqueue_layer_compiles_nothing(tmp_path):
+    """torch imported first loads its libgomp, so numba's pool runs on the workqueue layer, where a
+    one-thread launch runs the kernel's serial compile: warmup has compiled those too."""
+    pytest.importorskip("torch")
+    warmup = ["warmup", "--engines", "numba", "--ops", "softmax", "--dtype", "f32", "--quiet"]
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_THREADING_LAYER", None)
+    code, out, err = run_polyeng(*warmup, env={"NUMBA_CACHE_DIR": str(tmp_path)})
+    assert code == 0, err
+    script = ("import torch, polyeng\n"
+              "from polyeng.cli.warmup import numba_cache_counts, warmup_calls\n"
+              "from polyeng.backends.numba import _runtime\n"
+              "with polyeng.compute_eng('numba', fallback=False):\n"
+              "    for op, args, kwargs in warmup_calls('f32'):\n"
+              "        if op == 'softmax':\n"
+              "            polyeng.softmax(*args, **kwargs)\n"
+              "print(_runtime._pool.get('layer'), numba_cache_counts()[:2], len(_runtime._serial))\n")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "workqueue (0, 2) 2", done.stdout
 
 
 def test_warmup_builds_opencl_programs(capsys):

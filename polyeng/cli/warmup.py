@@ -3,8 +3,10 @@
 Each engine runs small calls of every op in every dtype the op takes (and the variants whose
 kernels differ: softmax over the last axis and over another, a transposing permute, ...), so
 numba compiles each kernel for each signature and writes it to its on-disk cache, and OpenCL
-builds its programs (cached by pyopencl and the driver). A second warmup finds everything
-cached and only loads it.
+builds its programs (cached by pyopencl and the driver). NUMBA's calls run twice, the second
+time on the serial compiles of its parallel kernels, which a one-thread launch runs where numba
+is on its workqueue layer (a process that imported torch first). A second warmup finds
+everything cached and only loads it.
 """
 from __future__ import annotations
 
@@ -77,14 +79,17 @@ def numba_cache_counts() -> tuple[int, int, str | None]:
         return 0, 0, None
     compiled = loaded = 0
     folder = None
+    dispatchers = []
     for name, module in list(sys.modules.items()):
-        if not name.startswith("polyeng.backends.numba.") or module is None:
-            continue
-        for value in list(vars(module).values()):
-            if isinstance(value, Dispatcher):
-                compiled += sum(value.stats.cache_misses.values())
-                loaded += sum(value.stats.cache_hits.values())
-                folder = folder or getattr(getattr(value, "_cache", None), "_cache_path", None)
+        if name.startswith("polyeng.backends.numba.") and module is not None:
+            dispatchers += [value for value in list(vars(module).values()) if isinstance(value, Dispatcher)]
+    runtime = sys.modules.get("polyeng.backends.numba._runtime")
+    if runtime is not None:   # the serial compiles of parallel kernels
+        dispatchers += list(runtime._serial.values())
+    for value in dispatchers:
+        compiled += sum(value.stats.cache_misses.values())
+        loaded += sum(value.stats.cache_hits.values())
+        folder = folder or getattr(getattr(value, "_cache", None), "_cache_path", None)
     import numba
     return compiled, loaded, numba.config.CACHE_DIR or folder   # NUMBA_CACHE_DIR, else next to the sources
 
@@ -116,6 +121,10 @@ def run(args) -> int:
             began = time.perf_counter()
             try:
                 getattr(polyeng, op)(*call_args, **kwargs)
+                if engine == "numba":   # and the serial compiles a one-thread launch runs on numba's workqueue layer
+                    from ..backends.numba._runtime import serial_variants
+                    with serial_variants():
+                        getattr(polyeng, op)(*call_args, **kwargs)
             except Exception as exc:   # a kernel that fails to compile or run: a bug to report
                 first_line = str(exc).splitlines()[0] if str(exc) else ""
                 failures.append(f"{engine} {op} {dtype}: {type(exc).__name__}: {first_line}")

@@ -141,7 +141,7 @@ def launch(kernel, out_nbytes, *args):
         get, put = _thread_count_controls()
         threads = get()   # numba's count for this thread: a numba.set_num_threads of the user's caps the call
         wanted = budget = min(threads_for(out_nbytes), threads)
-        if wanted == 1 and _pool.get("layer") == "workqueue" and _is_parallel(kernel):
+        if (wanted == 1 and _pool.get("layer") == "workqueue" or _serial_pass.on) and _is_parallel(kernel):
             return serial(kernel)(*args)   # the layer would hand even one thread's work to a worker
         timed = False
         if budget > 1:   # the budget or one thread, whichever its first calls ran faster on
@@ -233,6 +233,25 @@ _controls = None
 
 
 _serial: dict = {}   # parallel dispatcher -> its function compiled without parallel loops
+
+
+class _SerialPass(threading.local):
+    on = False
+
+
+_serial_pass = _SerialPass()
+
+
+@contextlib.contextmanager
+def serial_variants():
+    """Launches in the block run their kernel's serial compile (``serial``), as a one-thread launch
+    on the workqueue layer does: ``polyeng warmup`` compiles them ahead too, for processes that
+    end up on that layer (torch imported first)."""
+    before, _serial_pass.on = _serial_pass.on, True
+    try:
+        yield
+    finally:
+        _serial_pass.on = before
 
 
 def _is_parallel(kernel) -> bool:
