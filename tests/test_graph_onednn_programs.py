@@ -115,6 +115,30 @@ def test_a_mean_without_kept_dims_is_an_output_of_the_program(program_runs):
     close([pooled], [y.mean(axis=(2, 3))], 1e-5)
 
 
+W_FC, B_FC = (RNG.standard_normal((5, 32)) * 0.2).astype(np.float32), RNG.standard_normal(5).astype(np.float32)
+
+
+def classifier_net(x):
+    """A CNN's last mean without its kept dims, read by its classifier (a linear, then more)."""
+    pooled, _ = net(x)
+    return polyeng.relu(polyeng.linear(polyeng.relu(polyeng.linear(pooled, W_FC.T @ W_FC, None)), W_FC, B_FC))
+
+
+def test_a_mean_read_by_a_classifier_ends_its_program(program_runs):
+    """The mean's result is read by the next node, so it cannot be a step in the middle of a
+    program; the program ends with it instead of before it (one graph node fewer per run)."""
+    g = fuse(trace(classifier_net, X))
+    first = g(X)
+    second = g(X)
+    assert program_runs
+    compiled = g._compiled()
+    mean_at = max(i for i, step in enumerate(compiled.steps) if step.node.op == "mean")
+    assert any(a <= mean_at < b and b == mean_at + 1 for a, b in compiled.segment_spans), compiled.segment_spans
+    close(second, first)
+    with polyeng.compute_eng("basic", fallback=False):
+        close(second, fuse(trace(classifier_net, X), disable="all")(X))
+
+
 def test_large_values_whose_bound_stays_finite_run_in_the_program(program_runs):
     g = _graph()
     g(X)

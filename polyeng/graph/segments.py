@@ -300,6 +300,7 @@ def plan(program, entries, recorded, kept) -> list:
             constants.update(found[1])
     spans = []
     eligible = [recorded.get(i) is not None for i in range(n)]
+    last = set()   # nodes that end their run: what reads their result starts the next
     i = 0
     while i < n:
         if not eligible[i]:
@@ -308,10 +309,15 @@ def plan(program, entries, recorded, kept) -> list:
         stop = i
         while stop < n and eligible[stop]:
             stop += 1
+            if stop - 1 in last:
+                break
         if stop - i < MIN_NODES:
             i = stop
             continue
         built = _build(segment, program, recorded, readers, constants, kept, i, stop)
+        if isinstance(built, _Last):   # the node at that index fits only as the run's last
+            last.add(int(built))
+            continue
         if isinstance(built, int):   # the node at that index does not fit: end the run before it
             eligible[built] = False
             continue
@@ -377,6 +383,10 @@ def _lane_rows(steps, inputs, input_shapes, output_shapes, shapes, constants):
     return n, rows
 
 
+class _Last(int):
+    """The index of a node that fits a program only as its last one (``Unsupported.last``)."""
+
+
 def _build(segment, program, recorded, readers, constants, kept, first, stop):
     """(program, input slots, output slots, input shapes), the index of a node that does not fit,
     or None."""
@@ -423,7 +433,10 @@ def _build(segment, program, recorded, readers, constants, kept, first, stop):
     try:
         built = segment.Program(steps, inputs, outputs, constants, {s: shapes[s][0] for s in inputs}, compute, dtypes)
     except segment.Unsupported as exc:
-        return node_of[exc.index] if exc.index is not None else None
+        if exc.index is None:
+            return None
+        node = node_of[exc.index]
+        return _Last(node) if exc.last and node + 1 < stop else node   # as the last node, it fits
     n, rows = _lane_rows(steps, inputs, [shapes[s][0] for s in inputs],
                          [built.final_shape.get(o, built.shape[o]) for o in outputs], built.shape, constants)
 

@@ -68,8 +68,10 @@ MAX_RANK = 6   # of the values a program reads
 
 class Unsupported(Exception):
     """These nodes do not make a program (the graph runs them one by one); ``index``: the step
-    that does not fit, where one does not."""
+    that does not fit, where one does not; ``last``: that step fits as a program's last one (its
+    result read only after the program), so the program should end with it, not before it."""
     index = None
+    last = False
 
 
 class Step:
@@ -414,7 +416,9 @@ class Program:
             raise Unsupported("a mean that is not over the image")
         if not s.attrs.get("keepdims"):
             if self.readers.get(s.out):
-                raise Unsupported("a mean without its kept dims, read by a node here")
+                error = Unsupported("a mean without its kept dims, read by a node here")
+                error.last = True   # a CNN's last mean, read by its classifier: it ends this program
+                raise error
             self.final_shape[s.out] = s.shape   # made as (N, C, 1, 1): the same plain bytes
         src = self._value(x)
         out_shape = tuple(shape[:2]) + (1, 1)
