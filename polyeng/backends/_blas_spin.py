@@ -33,6 +33,8 @@ import ctypes
 import os
 import threading
 
+from ..engine.environment import variables
+
 SPIN_BITS = 18
 USER_VARIABLES = ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")
 _state: dict = {}
@@ -75,16 +77,8 @@ def _apply() -> dict:
         return {"short": False, "why": f"OPENBLAS_THREAD_TIMEOUT={timeout()} given when OpenBLAS loaded"}
     wanted = {name: str(get()) for name, get in held.items()}
     wanted["OPENBLAS_THREAD_TIMEOUT"] = str(SPIN_BITS)
-    saved = {name: os.environ.get(name) for name in wanted}
-    try:
-        os.environ.update(wanted)
+    with variables(wanted):
         read_env()
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     if timeout() != SPIN_BITS:
         return {"short": False, "why": "OpenBLAS did not take OPENBLAS_THREAD_TIMEOUT"}
     shutdown()   # the workers restart on the next threaded product, reading the new timeout

@@ -10,6 +10,7 @@ from importlib import metadata
 import numpy as np
 
 import polyeng
+from ..engine.environment import variables
 from ..engine.threads import libgomp_loaded, note_passive_libgomp
 from . import BenchError
 
@@ -80,15 +81,11 @@ def load_torch(wanted: bool):
     import sys
     first = "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ
     loads_libgomp = first and not libgomp_loaded()
-    if first:
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     try:
-        import torch
+        with variables({"OMP_WAIT_POLICY": "PASSIVE"} if first else {}):
+            import torch
     except ImportError:
         return None
-    finally:
-        if first:
-            os.environ.pop("OMP_WAIT_POLICY", None)
     if loads_libgomp and libgomp_loaded():
         note_passive_libgomp()   # numba's pool may share that libgomp: it does not spin
     return torch

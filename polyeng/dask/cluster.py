@@ -14,6 +14,8 @@ import os
 import re
 import warnings
 
+from ..engine import environment
+
 CONNECT_TIMEOUT_S = 10.0   # a scheduler that has not answered (or has no worker) by then is not there
 CHUNKS_PER_WORKER = 2      # one chunk computing while the next is handed over
 FORMS = "local:N (N worker processes on this machine, N a positive integer) or tcp://HOST:PORT (a running scheduler)"
@@ -110,21 +112,12 @@ def local_cluster(n_workers: int, **kwargs):
     # distributed lets the parent's environment override its pre-spawn settings, copies them into
     # the parent's environment, and a worker inherits the parent's: these keys are ours while
     # the workers start, and the parent's again after
-    saved = {name: os.environ.get(name) for name in (*_THREAD_VARIABLES, _MALLOC_TRIM)}
-    try:
-        os.environ.update(dict.fromkeys(_THREAD_VARIABLES, threads))
-        os.environ.pop(_MALLOC_TRIM, None)
-        with dask.config.set(config), warnings.catch_warnings():
-            # without a dashboard the scheduler still serves its health routes, on 8787 when free,
-            # else on any port: that it took another one concerns nobody
-            warnings.filterwarnings("ignore", r"Port \d+ is already in use", UserWarning)
-            cluster = distributed.LocalCluster(**options)
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    ours = {**dict.fromkeys(_THREAD_VARIABLES, threads), _MALLOC_TRIM: None}
+    with environment.variables(ours), dask.config.set(config), warnings.catch_warnings():
+        # without a dashboard the scheduler still serves its health routes, on 8787 when free,
+        # else on any port: that it took another one concerns nobody
+        warnings.filterwarnings("ignore", r"Port \d+ is already in use", UserWarning)
+        cluster = distributed.LocalCluster(**options)
     with cluster:
         yield cluster
 

@@ -79,7 +79,7 @@ class _Compiled:
         self.constants = tuple(constants) if shape_keyed is None and constants else ()
         self.reads_values = shape_keyed is None   # its static steps are found on the first call
         self.static = self.static_keys = None   # found on the first call, from its values
-        self.small = self.shared = ()
+        self.small = self.shared = self.held = ()   # held: the constants and shared values, keyed by identity
 
     def _find_static(self, values) -> None:
         """Which steps compute only from constants, small integer values and shapes: those reading
@@ -97,7 +97,8 @@ class _Compiled:
         self.shared = tuple(i for i in range(count) if i not in self.constants and _is_kept(values[i]))
         self.small = tuple(i for i in range(count) if i not in self.constants and i not in self.shared
                            and _small_ints(values[i]))
-        fixed = set(self.constants) | set(self.shared) | set(self.small)   # slots whose values follow from the key
+        self.held = self.constants + self.shared
+        fixed = set(self.held) | set(self.small)   # slots whose values follow from the key
         shaped = set(range(count))    # slots whose shapes follow from the key
         static, made = [], count
         for (_, op, args, _), run in zip(self.steps, self.run):
@@ -154,7 +155,7 @@ class _Compiled:
                 self._find_static(values)
             if self.static and all(_small_ints(values[i]) for i in self.small) and all(
                     _is_kept(values[i]) for i in self.shared):
-                held = self.constants + self.shared
+                held = self.held
                 key = (tuple(tuple(values[i].shape) for i in self.static_keys),
                        tuple(id(values[i]) for i in held),
                        tuple((values[i].dtype.str, values[i].shape, values[i].tobytes()) for i in self.small))

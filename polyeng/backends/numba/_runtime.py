@@ -36,6 +36,7 @@ import numba
 from numba import get_num_threads, set_num_threads
 from numba.core.errors import NumbaIRAssumptionWarning
 
+from ...engine.environment import variables
 from ...engine.signal_safe import settle
 from ...engine.thread_trials import Trials
 from ...engine.threads import available_cores, libgomp_known_passive, libgomp_loaded, record_pool, threads_now
@@ -189,13 +190,9 @@ def start_pool() -> dict:
             if not layer_chosen and "OMP_WAIT_POLICY" not in user and preloaded:
                 numba.config.THREADING_LAYER = "workqueue"   # a libgomp of unknown policy would spin
             set_passive = "OMP_WAIT_POLICY" not in user and not preloaded
-            if set_passive:   # libgomp reads it once, as it loads, which _launch_threads makes it do
-                os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-            try:
+            # libgomp reads it once, as it loads, which _launch_threads makes it do
+            with variables({"OMP_WAIT_POLICY": "PASSIVE"} if set_passive else {}):
                 parallel._launch_threads()
-            finally:
-                if set_passive:
-                    os.environ.pop("OMP_WAIT_POLICY", None)
         layer = numba.threading_layer()
         if "OMP_WAIT_POLICY" in user:
             wait = f"OMP_WAIT_POLICY={user['OMP_WAIT_POLICY']} (set by the user)"

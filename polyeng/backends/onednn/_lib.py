@@ -161,15 +161,12 @@ def _load():
     path = library_path()
     if path is None:
         raise RuntimeError(f"oneDNN's library {SONAME} was not found; install it with 'pip install {WHEEL}'")
+    from ...engine.environment import variables
     from ...engine.threads import libgomp_loaded
     passive = "OMP_WAIT_POLICY" not in os.environ and not libgomp_loaded()
-    if passive:   # libgomp reads it once, as it loads, which loading libdnnl makes it do
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    try:
+    # libgomp reads it once, as it loads, which loading libdnnl makes it do
+    with variables({"OMP_WAIT_POLICY": "PASSIVE"} if passive else {}):
         handle = ctypes.CDLL(path)
-    finally:
-        if passive:
-            os.environ.pop("OMP_WAIT_POLICY", None)
     for name, argtypes in _SIGNATURES.items():
         fn = getattr(handle, name)
         fn.argtypes = list(argtypes)
