@@ -237,11 +237,14 @@ def _algorithm_cases(algorithm):
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", _algorithm_cases("winograd") + _algorithm_cases("im2col"))
 @pytest.mark.parametrize("pass_bytes", [1, 1 << 30], ids=["smallest-passes", "one-pass"])
 def test_passes_of_every_size_match_pytorch(monkeypatch, x_shape, w_shape, kwargs, pass_bytes):
-    """Winograd in passes of one tile row of one image up to the whole batch at once, im2col one image
-    per pass up to the whole batch, with and without a bias, on BASIC and NUMBA."""
+    """Winograd in passes (BASIC) and chunks (NUMBA) of one tile row of one image up to the whole
+    batch (a whole image) at once, im2col one image per pass up to the whole batch, with and without
+    a bias, on BASIC and NUMBA."""
     from polyeng.backends import _conv_numpy, _conv_winograd
     monkeypatch.setattr(_conv_winograd, "PASS_BYTES", pass_bytes)
     monkeypatch.setattr(_conv_numpy, "PASS_BYTES", pass_bytes)
+    monkeypatch.setattr(_conv_winograd, "CHUNK_BYTES", pass_bytes)
+    monkeypatch.setattr(_conv_winograd, "MIN_CHUNK_WIDTH", 1)
     x, w, b = data(np.random.default_rng(9), x_shape, w_shape, np.float32)
     for bias in (b, None):
         want = torch_conv("conv2d", x.astype(np.float64), w.astype(np.float64),
@@ -291,13 +294,51 @@ def test_numba_depthwise_kernel_by_shape(x_shape, w_shape, kwargs):
 
 @pytest.mark.parametrize("x_shape, w_shape, kwargs", _algorithm_cases("depthwise") + _algorithm_cases("winograd"))
 def test_numba_parallel_kernels_match_basic(monkeypatch, x_shape, w_shape, kwargs):
-    """The depthwise kernels and Winograd transforms split over tasks as for a large call."""
+    """The depthwise kernels and Winograd's transforms (of BASIC's passes, which NUMBA takes for
+    images of few tiles or where numpy's BLAS is not OpenBLAS) split over tasks as for a large call."""
     from polyeng.backends.numba import _conv_winograd as numba_winograd
+    from polyeng.backends.numba import _winograd_chunks
     monkeypatch.setattr(numba_winograd, "PARALLEL_FROM", 0)
     monkeypatch.setattr(numba_winograd, "threads_for", lambda nbytes: 3)
+    monkeypatch.setattr(_winograd_chunks, "available", lambda g, dtype: False)
     x, w, b = data(np.random.default_rng(14), x_shape, w_shape, np.float32)
-    np.testing.assert_allclose(run("conv2d", "numba", x, w, b, **kwargs), run("conv2d", "basic", x, w, b, **kwargs),
-                               rtol=0, atol=1e-5 * max(1.0, float(np.abs(run("conv2d", "basic", x, w, b, **kwargs)).max())))
+    want = run("conv2d", "basic", x, w, b, **kwargs)
+    np.testing.assert_allclose(run("conv2d", "numba", x, w, b, **kwargs), want,
+                               rtol=0, atol=1e-5 * max(1.0, float(np.abs(want).max())))
+
+
+@pytest.mark.parametrize("x_shape, w_shape, kwargs", _algorithm_cases("winograd"))
+@pytest.mark.parametrize("tasks", [1, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_numba_winograd_chunks_match_basic(monkeypatch, x_shape, w_shape, kwargs, tasks, dtype):
+    """NUMBA's Winograd chunks (one tile row each, so that every task claims some) on the calling
+    thread and claimed by three tasks, in f32 (sgemm) and f64 (dgemm)."""
+    from polyeng.backends import _conv_winograd
+    from polyeng.backends.numba import _winograd_chunks
+    if _winograd_chunks.gemm_address(dtype) is None:
+        pytest.fail("numpy's OpenBLAS gemm was not found: NUMBA's Winograd chunks would never run")
+    monkeypatch.setattr(_winograd_chunks, "threads_for", lambda nbytes: tasks)
+    monkeypatch.setattr(_conv_winograd, "CHUNK_BYTES", 1)
+    monkeypatch.setattr(_conv_winograd, "MIN_CHUNK_WIDTH", 1)
+    calls = []
+    chunked = _winograd_chunks.conv
+    monkeypatch.setattr(_winograd_chunks, "conv", lambda *a: calls.append(1) or chunked(*a))
+    x, w, b = data(np.random.default_rng(14), x_shape, w_shape, dtype)
+    want = run("conv2d", "basic", x, w, b, **kwargs)
+    got = run("conv2d", "numba", x, w, b, **kwargs)
+    assert calls and got.dtype == dtype
+    np.testing.assert_allclose(got, want, rtol=0, atol=(1e-5 if dtype == np.float32 else 1e-12) * max(
+        1.0, float(np.abs(want).max())))
+
+
+def test_winograd_chunks_only_for_images_of_enough_tiles():
+    from polyeng.backends import _conv_winograd
+    deep = geometry(np.zeros((1, 512, 7, 7), np.float32), np.zeros((512, 512, 3, 3), np.float32), {"padding": 1})
+    early = geometry(np.zeros((8, 64, 56, 56), np.float32), np.zeros((64, 64, 3, 3), np.float32), {"padding": 1})
+    assert deep.algorithm == early.algorithm == "winograd"
+    assert _conv_winograd.chunk_rows(deep, 4) == 0   # 4 x 5 tiles an image
+    rows = _conv_winograd.chunk_rows(early, 4)   # 28 tile rows of 29 tiles (with NUMBA's spare one)
+    assert 1 <= rows < 28 and 16 * 128 * 29 * 4 * rows <= _conv_winograd.CHUNK_BYTES
 
 
 def test_the_cases_take_every_depthwise_kernel():
@@ -317,3 +358,24 @@ def test_winograd_stays_within_f32_tolerance_at_many_channels():
     for engine in ("basic", "numba"):
         got = run("conv2d", engine, x, w, padding=1)
         np.testing.assert_allclose(got, want, rtol=0, atol=_tolerance(np.float32, want))
+
+
+def test_winograd_layers_that_numba_runs_in_chunks_recommend_numba():
+    """The recommendation: f32 Winograd layers of 2^17 output elements or more with images of enough
+    tiles go to NUMBA's chunks; deep layers of few tiles and smaller outputs keep ONEDNN where it
+    runs the call (below 2^18 output elements), and a bf16 mode the CPU computes natively too."""
+    from polyeng.backends.onednn._fpmath import native_types
+    records = {e.name: e for e in polyeng.engines()}
+    if not records["onednn"].available:
+        pytest.fail("the onednn engine is not available: its recommendation cannot be checked")
+
+    def chosen(x_shape, w_shape):
+        return polyeng.explain("conv2d", np.zeros(x_shape, np.float32), np.zeros(w_shape, np.float32),
+                               padding=1).engine
+    assert chosen((1, 64, 56, 56), (64, 64, 3, 3)) == "numba"     # 200,704 outputs, 28 x 29 tiles an image
+    assert chosen((8, 16, 32, 32), (16, 16, 3, 3)) == "numba"     # 131,072 outputs
+    assert chosen((1, 512, 7, 7), (512, 512, 3, 3)) == "onednn"   # 4 x 5 tiles an image
+    assert chosen((1, 32, 32, 32), (32, 32, 3, 3)) == "onednn"    # 32,768 outputs
+    if "bf16" in native_types():
+        with polyeng.fp_math_mode("bf16"):
+            assert chosen((1, 64, 56, 56), (64, 64, 3, 3)) == "onednn"

@@ -31,6 +31,14 @@ from ._blas_threads import blas_threads
 WEIGHT_TRANSFORM = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 _FLAT_WEIGHT_TRANSFORM = np.kron(WEIGHT_TRANSFORM, WEIGHT_TRANSFORM)   # (16, 9)
 PASS_BYTES = 8 << 20   # V and M of at most about this size per pass (at least one image)
+# NUMBA's chunks (``backends/numba/_winograd_chunks.py``): V and M of one chunk about a core's L2
+# cache (1 MB on the machines measured; at 64 channels and 56x56, chunks of 1, 2, 3 and 4 tile rows,
+# 0.24-0.95 MB, took 7.8, 6.6, 6.2 and 5.9 ms at batch 8), and at least MIN_CHUNK_WIDTH tiles: each
+# chunk's 16 products pack all of U again, which a few columns do not repay (measured as chunks /
+# passes on 2 threads: 512 channels at 7x7, 20 tiles an image, 11.6 / 5.6 ms at batch 1; 256 at
+# 14x14, 56 tiles, 2.5 / 1.7 ms; 64 at 16x16, 72 tiles, 0.44 / 0.44 ms and 1.05 / 1.71 at batch 8).
+CHUNK_BYTES = 1 << 20
+MIN_CHUNK_WIDTH = 64
 
 
 class Transforms(NamedTuple):
@@ -46,6 +54,17 @@ class Transforms(NamedTuple):
 def tiles(g) -> tuple:
     """(tiles down, tiles across) of the output."""
     return (g.out[0] + 1) // 2, (g.out[1] + 1) // 2
+
+
+def chunk_rows(g, itemsize: int) -> int:
+    """Tile rows per chunk of NUMBA's chunked Winograd for this call, or 0 where an image has fewer
+    than ``MIN_CHUNK_WIDTH`` tiles (BASIC's passes, many images at once, are faster there)."""
+    th, tw = tiles(g)
+    per_row = tw + 1
+    if th * per_row < MIN_CHUNK_WIDTH:
+        return 0
+    by_cache = CHUNK_BYTES // (16 * (g.channels + g.out_channels) * per_row * itemsize)
+    return min(th, max(1, by_cache, -(-MIN_CHUNK_WIDTH // per_row)))
 
 
 def weights(g, weight) -> np.ndarray:

@@ -134,21 +134,52 @@ def output_below(max_elements: int):
     return condition
 
 
-def pointwise_on_blas(otherwise):
-    """BASIC for an f32 pointwise convolution (its BLAS product per group: 1.3-3x oneDNN's gemm
-    convolution on MobileNetV3's 1x1 layers at batch 8, and NUMBA makes the same BLAS call), unless
-    the storage is 16-bit or the fp math mode lets the CPU compute in bf16; else ``otherwise``."""
+def _f32_conv_rule(engine: str, applies, doc: str, otherwise):
+    """``engine`` for the f32 convolutions whose prepared call ``applies`` holds for, unless the fp
+    math mode lets the CPU compute in bf16 (ONEDNN's native bf16 convolutions win there); else
+    ``otherwise(call)``."""
     def recommend(call):
         p = call.prepared
-        if getattr(p, "algorithm", None) == "pointwise" and np.dtype(p.dtype) == np.float32 \
-                and not _native_down_conversion(call):
-            return REFERENCE
+        if np.dtype(p.dtype) == np.float32 and applies(p) and not _native_down_conversion(call):
+            return engine
         return otherwise(call)
-    recommend.__doc__ = f"basic for an f32 pointwise convolution; else {otherwise.__doc__}"
+    recommend.__doc__ = f"{doc}; else {otherwise.__doc__}"
     for attr in ("onednn", "min_elements"):
         if hasattr(otherwise, attr):
             setattr(recommend, attr, getattr(otherwise, attr))
     return recommend
+
+
+def pointwise_on_blas(otherwise):
+    """BASIC for an f32 pointwise convolution (its BLAS product per group: 1.3-3x oneDNN's gemm
+    convolution on MobileNetV3's 1x1 layers at batch 8, and NUMBA makes the same BLAS call), unless
+    the storage is 16-bit or the fp math mode lets the CPU compute in bf16; else ``otherwise``."""
+    return _f32_conv_rule(REFERENCE, lambda p: getattr(p, "algorithm", None) == "pointwise",
+                          "basic for an f32 pointwise convolution", otherwise)
+
+
+CHUNKS_MIN_OUTPUT = 1 << 17   # output elements from which NUMBA's Winograd chunks run on two threads
+
+
+def winograd_chunks_on_jit(otherwise):
+    """NUMBA for an f32 Winograd convolution of at least ``CHUNKS_MIN_OUTPUT`` output elements that
+    NUMBA runs in chunks (``backends/numba/_winograd_chunks.py``: numpy's BLAS is OpenBLAS and an
+    image has enough tiles), unless the fp math mode lets the CPU compute in bf16; else
+    ``otherwise``, which prefers ONEDNN below 2^18 output elements. Measured against ONEDNN on 2
+    threads, two runs: 64 channels at 56x56 1.02-1.30 against 1.37-1.49 ms; 16 at 32x32, batch 8,
+    0.39-0.53 against 0.52-0.65 ms. Smaller outputs, which NUMBA runs on one thread, were within
+    the noise of ONEDNN (32 channels at 32x32: 0.28-0.40 against 0.31-0.40 ms)."""
+    def applies(p):
+        return getattr(p, "algorithm", None) == "winograd" and math.prod(p.shape) >= CHUNKS_MIN_OUTPUT \
+            and _chunks_run(p.geometry)
+    return _f32_conv_rule(JIT, applies, "numba for an f32 Winograd convolution in chunks", otherwise)
+
+
+def _chunks_run(geometry) -> bool:
+    from ..backends import _conv_winograd
+    from ..backends._blas_threads import blas_info
+    info = blas_info()
+    return _conv_winograd.chunk_rows(geometry, 4) > 0 and info is not None and info.get("library") == "openblas"
 
 
 def between(min_elements: int, max_elements: int):

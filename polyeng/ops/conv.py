@@ -193,18 +193,28 @@ def _prepare(nd: int):
     return prepare
 
 
-def _spec(name, function, nd, example, zero_size):
+def _spec(name, function, nd, example, zero_size, warmup=None):
     return OpSpec(name=name, function=function, validate=_validator(name, nd), category=Category.ALLOW,
                   prepare=_prepare(nd),
-                  recommend=_recommend.pointwise_on_blas(_recommend.onednn_if(_recommend.output_below(1 << 18),
-                                                                              _recommend.jit_from(4096))),
+                  recommend=_recommend.pointwise_on_blas(_recommend.winograd_chunks_on_jit(
+                      _recommend.onednn_if(_recommend.output_below(1 << 18), _recommend.jit_from(4096)))),
                   preference=_recommend.PREFERENCE,
-                  chunking="conv", example=example, zero_size=zero_size, tolerance=64)
+                  chunking="conv", example=example, zero_size=zero_size, tolerance=64, warmup=warmup)
+
+
+def _conv2d_warmup(t, rng):
+    """Calls of conv2d's other kernels (the example is im2col): Winograd in chunks (an image of
+    420 tiles) and in passes (20 tiles), depthwise by rows and channels last, and pointwise."""
+    return [((t(1, 8, 40, 40), t(8, 8, 3, 3), t(8)), {"padding": 1}),
+            ((t(1, 192, 8, 8), t(192, 192, 3, 3)), {"padding": 1}),
+            ((t(1, 8, 20, 20), t(8, 1, 3, 3), t(8)), {"padding": 1, "groups": 8}),
+            ((t(1, 8, 20, 20), t(8, 1, 3, 3)), {"stride": 2, "groups": 8}),
+            ((t(1, 8, 6, 6), t(4, 8, 1, 1)), {})]
 
 
 CONV2D = _spec("conv2d", conv2d, 2,
                lambda t, rng: ((t(2, 4, 9, 11), t(6, 2, 3, 3), t(6)), {"stride": 2, "padding": 1, "groups": 2}),
-               lambda z: ((z(0, 3, 8, 8), z(4, 3, 3, 3)), {}, (0, 4, 6, 6)))
+               lambda z: ((z(0, 3, 8, 8), z(4, 3, 3, 3)), {}, (0, 4, 6, 6)), _conv2d_warmup)
 CONV1D = _spec("conv1d", conv1d, 1,
                lambda t, rng: ((t(2, 4, 13), t(6, 4, 3), t(6)), {"padding": "same", "dilation": 2}),
                lambda z: ((z(0, 3, 8), z(4, 3, 3)), {}, (0, 4, 6)))

@@ -1,8 +1,9 @@
 """conv1d and conv2d as NUMBA kernels, per the algorithm ``polyeng.ops.conv`` chose:
 
 - ``im2col``: BASIC's gathers and products (``backends/_conv_numpy.py``);
-- ``winograd``: BASIC's passes and products, the tile transforms as parallel JIT loops
-  (``_conv_winograd.py``);
+- ``winograd``: a few tile rows of an image at a time per thread, transforms and products in cache
+  (``_winograd_chunks.py``); for images of few tiles, or where numpy's BLAS is not OpenBLAS,
+  BASIC's passes and products with the tile transforms as parallel JIT loops (``_conv_winograd.py``);
 - ``depthwise``: a 3x3 unit-stride kernel over wide rows as a loop over the output planes, each
   row inside the image one loop summing its 9 taps; any other channels last, one loop over the
   channels per tap and output pixel (both split over numba's workers when large);
@@ -18,6 +19,7 @@ from numba import prange
 from ...engine import dtypes as dt
 from .. import _conv_winograd as winograd
 from .._conv_numpy import im2col_conv, pointwise
+from . import _winograd_chunks
 from ._conv_winograd import TRANSFORMS, by_planes
 from ._runtime import inline, jit
 
@@ -199,7 +201,9 @@ def _conv(p, x, weight, bias):
     bias = None if bias is None else np.ascontiguousarray(bias, dtype=compute)
     (kh, kw), (sh, sw), (dh, dw) = g.kernel, g.stride, g.dilation
     top, left = g.padding[0], g.padding[2]
-    if g.algorithm == "winograd":
+    if g.algorithm == "winograd" and _winograd_chunks.available(g, compute):
+        out = _winograd_chunks.conv(g, x, weight, bias)
+    elif g.algorithm == "winograd":
         out = winograd.conv(g, x, weight, bias, TRANSFORMS)
     elif g.algorithm == "im2col":
         out = im2col_conv(g, x, weight, bias)
