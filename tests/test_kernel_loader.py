@@ -242,15 +242,15 @@ def test_a_cached_plan_keeps_no_input_array_alive():
 
 def test_a_lazy_kernel_whose_module_fails_to_import_falls_back_with_a_warning(tmp_path, monkeypatch, backends):
     register_package_engine("broken", {"activation": """
-        raise RuntimeError("kernel library missing")
+        from polyeng_kernel_library_not_installed import gelu_kernel
 
         def gelu(p, x, approximate):
-            pass
+            return gelu_kernel(x)
     """}, tmp_path, monkeypatch, backends)
     x = np.linspace(-2, 2, 7, dtype=np.float32)
     with polyeng.compute_eng("broken"):
         assert polyeng.explain("gelu", x).engine == "broken"   # not mistaken for a limit
-        with pytest.warns(polyeng.FallbackWarning, match="kernel library missing"):
+        with pytest.warns(polyeng.FallbackWarning, match="polyeng_kernel_library_not_installed"):
             y = polyeng.gelu(x)
     np.testing.assert_array_equal(y, polyeng.gelu(x))
 
@@ -271,3 +271,21 @@ def test_builtin_kernels_are_found_when_polyeng_is_imported_from_a_zip(tmp_path)
                           env={**__import__("os").environ, "PYTHONPATH": str(archive)})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split(None, 1) == ["1.0", "['basic', 'numba', 'opencl']\n"]
+
+
+def test_the_scan_follows_an_edited_file_past_its_bytecode_cache(tmp_path, monkeypatch):
+    """The scan reads the module's code from the bytecode cache it writes, as an import does; a
+    file edited afterwards is read again (the cache records the source's time and size)."""
+    import os
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)   # as without PYTHONDONTWRITEBYTECODE
+    path = tmp_path / "edited_family.py"
+    path.write_text("def gelu(p, x, approximate):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "gelu" in _loader._top_level_names("edited_family")
+    assert list((tmp_path / "__pycache__").glob("edited_family.*.pyc"))
+    path.write_text("def silu(p, x):\n    return x\n\nfor tanh in (1,):\n    pass\n")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 10))
+    _loader._top_level_names.cache_clear()
+    names = _loader._top_level_names("edited_family")
+    assert {"silu", "tanh"} <= names and "gelu" not in names
