@@ -312,12 +312,23 @@ def test_numba_parallel_kernels_match_basic(monkeypatch, x_shape, w_shape, kwarg
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 def test_numba_winograd_chunks_match_basic(monkeypatch, x_shape, w_shape, kwargs, tasks, dtype):
     """NUMBA's Winograd chunks (one tile row each, so that every task claims some) on the calling
-    thread and claimed by three tasks, in f32 (sgemm) and f64 (dgemm)."""
+    thread and claimed by three tasks on two of numba's threads at once, in f32 (sgemm) and f64
+    (dgemm)."""
+    import numba
     from polyeng.backends import _conv_winograd
     from polyeng.backends.numba import _winograd_chunks
     if _winograd_chunks.gemm_address(dtype) is None:
         pytest.fail("numpy's OpenBLAS gemm was not found: NUMBA's Winograd chunks would never run")
     monkeypatch.setattr(_winograd_chunks, "threads_for", lambda nbytes: tasks)
+
+    def launch(kernel, nbytes, *args):   # two threads whatever the output's size and the trials
+        before = numba.get_num_threads()
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        try:
+            return kernel(*args)
+        finally:
+            numba.set_num_threads(before)
+    monkeypatch.setattr(_winograd_chunks, "launch", launch)
     monkeypatch.setattr(_conv_winograd, "CHUNK_BYTES", 1)
     monkeypatch.setattr(_conv_winograd, "MIN_CHUNK_WIDTH", 1)
     calls = []
@@ -379,3 +390,14 @@ def test_winograd_layers_that_numba_runs_in_chunks_recommend_numba():
     if "bf16" in native_types():
         with polyeng.fp_math_mode("bf16"):
             assert chosen((1, 64, 56, 56), (64, 64, 3, 3)) == "onednn"
+
+
+def test_winograd_layers_keep_onednn_where_numba_is_unavailable(monkeypatch):
+    from polyeng.engine.plugins import registry
+    if not {e.name: e for e in polyeng.engines()}["onednn"].available:
+        pytest.fail("the onednn engine is not available: its recommendation cannot be checked")
+    record = registry().engines["numba"]
+    monkeypatch.setattr(record, "status", lambda: (False, "numba is unavailable (test)"))
+    # a shape no other test decides (decisions are cached per call signature)
+    x, w = np.zeros((1, 64, 61, 59), np.float32), np.zeros((64, 64, 3, 3), np.float32)
+    assert polyeng.explain("conv2d", x, w, padding=1).engine == "onednn"

@@ -176,10 +176,22 @@ def winograd_chunks_on_jit(otherwise):
 
 
 def _chunks_run(geometry) -> bool:
+    """Whether NUMBA would run this f32 Winograd call in chunks: an image of enough tiles, numpy's
+    BLAS OpenBLAS, NUMBA available (which imports numba: the call runs there next) and OpenBLAS's
+    cblas_sgemm found (else ``otherwise`` decides, ONEDNN for these sizes where it runs them)."""
     from ..backends import _conv_winograd
     from ..backends._blas_threads import blas_info
+    from ..engine.plugins import registry
+    if _conv_winograd.chunk_rows(geometry, 4) <= 0:
+        return False
     info = blas_info()
-    return _conv_winograd.chunk_rows(geometry, 4) > 0 and info is not None and info.get("library") == "openblas"
+    if info is None or info.get("library") != "openblas":
+        return False
+    record = registry().engines.get(JIT)
+    if record is None or not record.status()[0]:
+        return False
+    from ..backends.numba._native_calls import gemm_address
+    return gemm_address(np.float32) is not None
 
 
 def between(min_elements: int, max_elements: int):
