@@ -267,3 +267,15 @@ def programs_taken():
     finally:
         segment.Program.run, segment.Program.native_task, segment.Program.checks_pass = real, real_task, \
             real_checks
+
+
+@contextlib.contextmanager
+def numba_threads(count: int):
+    """numba's thread count for this thread set to ``count`` (at most its pool) for the block."""
+    import numba
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)

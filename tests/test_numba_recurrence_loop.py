@@ -1,13 +1,12 @@
 """lstm's and gru's compiled time loop on NUMBA (``backends/numba/_recurrence_loop.py``): each step split in parts
 over numba's threads, tasks taken from an atomic counter. It matches BASIC for every layout and
 option, with uneven parts, on one thread and on two, and gives the same bits on both."""
-import numba
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.backends.numba import _gemm, _recurrence_loop, _runtime
-from support import assert_close_tree
+from support import assert_close_tree, numba_threads
 
 pytestmark = pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["numba"].available,
                                 reason="numba is unavailable")
@@ -69,12 +68,8 @@ def forced(monkeypatch):
 
     def launch(kernel, busy, *args):
         ran.append(kernel)
-        before = numba.get_num_threads()
-        numba.set_num_threads(min(state["threads"], numba.config.NUMBA_NUM_THREADS))
-        try:
+        with numba_threads(state["threads"]):
             return kernel(*args)
-        finally:
-            numba.set_num_threads(before)
     monkeypatch.setattr(_recurrence_loop, "launch", launch)
     monkeypatch.setattr(_recurrence_loop, "UNITS_PER_PART", 4)
     monkeypatch.setattr(_gemm, "PARALLEL_WORK", 0)

@@ -9,6 +9,7 @@ import pytest
 
 import polyeng
 from polyeng.engine import dtypes as dt
+from support import numba_threads
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -314,7 +315,6 @@ def test_numba_winograd_chunks_match_basic(monkeypatch, x_shape, w_shape, kwargs
     """NUMBA's Winograd chunks (one tile row each, so that every task claims some) on the calling
     thread and claimed by three tasks on two of numba's threads at once, in f32 (sgemm) and f64
     (dgemm)."""
-    import numba
     from polyeng.backends import _conv_winograd
     from polyeng.backends.numba import _winograd_chunks
     if _winograd_chunks.gemm_address(dtype) is None:
@@ -322,12 +322,8 @@ def test_numba_winograd_chunks_match_basic(monkeypatch, x_shape, w_shape, kwargs
     monkeypatch.setattr(_winograd_chunks, "threads_for", lambda nbytes: tasks)
 
     def launch(kernel, nbytes, *args):   # two threads whatever the output's size and the trials
-        before = numba.get_num_threads()
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        try:
+        with numba_threads(2):
             return kernel(*args)
-        finally:
-            numba.set_num_threads(before)
     monkeypatch.setattr(_winograd_chunks, "launch", launch)
     monkeypatch.setattr(_conv_winograd, "CHUNK_BYTES", 1)
     monkeypatch.setattr(_conv_winograd, "MIN_CHUNK_WIDTH", 1)

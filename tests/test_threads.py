@@ -15,6 +15,7 @@ import pytest
 import polyeng
 from polyeng.backends import _blas_threads
 from polyeng.engine import threads
+from support import numba_threads
 
 NUMBA = any(e.name == "numba" and e.available for e in polyeng.engines())
 needs_numba = pytest.mark.skipif(not NUMBA, reason="numba is unavailable")
@@ -229,12 +230,8 @@ def test_numba_set_num_threads_of_the_user_caps_a_launch(monkeypatch):
             out[i] = numba.get_num_threads()
     monkeypatch.setattr(threads, "threads_now", lambda: 64)
     out = np.zeros(8, np.int64)
-    before = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
+    with numba_threads(1):
         launch(count, _SERIAL_BYTES, out)
-    finally:
-        numba.set_num_threads(before)
     assert set(out) == {1}
 
 
