@@ -176,9 +176,9 @@ def winograd_chunks_on_jit(otherwise):
 
 
 def _chunks_run(geometry) -> bool:
-    """Whether NUMBA would run this f32 Winograd call in chunks: an image of enough tiles, numpy's
-    BLAS OpenBLAS, NUMBA available (which imports numba: the call runs there next) and OpenBLAS's
-    cblas_sgemm found (else ``otherwise`` decides, ONEDNN for these sizes where it runs them)."""
+    """Whether NUMBA would run this f32 Winograd call in chunks (``_winograd_chunks.available``,
+    asked once NUMBA is available, which imports numba: the call runs there next). The cheap
+    conditions come first, so that a call that takes ``otherwise`` does not import numba."""
     from ..backends import _conv_winograd
     from ..backends._blas_threads import blas_info
     from ..engine.plugins import registry
@@ -190,8 +190,8 @@ def _chunks_run(geometry) -> bool:
     record = registry().engines.get(JIT)
     if record is None or not record.status()[0]:
         return False
-    from ..backends.numba._native_calls import gemm_address
-    return gemm_address(np.float32) is not None
+    from ..backends.numba import _winograd_chunks
+    return _winograd_chunks.available(geometry, np.float32)
 
 
 def between(min_elements: int, max_elements: int):
