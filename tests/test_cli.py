@@ -361,6 +361,26 @@ def test_warmup_compiles_once_and_then_loads_from_the_disk_cache(tmp_path):
     assert code == 0 and "0 kernels compiled, 4 loaded from the disk cache" in out, out
 
 
+PROGRAM_LOOPS = """
+from polyeng.cli.warmup import _warm_program_loops
+from polyeng.backends.onednn import _native_loops as L, _scans
+_warm_program_loops({"seconds": 0.0})
+loops = [L.run_calls, L.serve] + list(_scans._scans.values())
+print(sum(sum(f.stats.cache_misses.values()) for f in loops), sum(sum(f.stats.cache_hits.values()) for f in loops))
+"""
+
+
+def test_warmup_compiles_the_onednn_programs_loops_and_scans_once(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    counts = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", PROGRAM_LOOPS], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        counts.append(tuple(int(n) for n in done.stdout.split()))
+    assert counts[0][0] >= 5 and counts[1] == (0, counts[0][0]), counts   # compiled, then loaded only
+
+
 def test_after_warmup_a_process_on_numbas_workqueue_layer_compiles_nothing(tmp_path):
     """torch imported first loads its libgomp, so numba's pool runs on the workqueue layer, where a
     one-thread launch runs the kernel's serial compile: warmup has compiled those too."""

@@ -94,6 +94,17 @@ def numba_cache_counts() -> tuple[int, int, str | None]:
     return compiled, loaded, numba.config.CACHE_DIR or folder   # NUMBA_CACHE_DIR, else next to the sources
 
 
+def _warm_program_loops(entry: dict) -> None:
+    """The compiled loops a graph's oneDNN programs run in (``backends/onednn/_native.py``, the lane
+    worker's, the guards' scans): made here, as a program's first run would make them."""
+    from ..backends.onednn import _lane_worker, _native, _scans
+    began = time.perf_counter()
+    if _native.available():   # else (numba missing) programs run from Python: nothing to compile
+        _lane_worker.available()   # where the C library has POSIX semaphores
+        _scans.warm()
+    entry["seconds"] += time.perf_counter() - began
+
+
 def run(args) -> int:
     start = time.perf_counter()
     engines, skipped = _choose_engines(args.engines)
@@ -130,6 +141,9 @@ def run(args) -> int:
                 failures.append(f"{engine} {op} {dtype}: {type(exc).__name__}: {first_line}")
             entry["seconds"] += time.perf_counter() - began
             entry["calls"] += 1
+    if "onednn" in engines and ops is None:
+        progress(len(work), len(work), "onednn program loops")
+        _warm_program_loops(summary["onednn"])
     progress.finish(f"polyeng warmup: {', '.join(engines) or 'no engine'} done in {time.perf_counter() - start:.1f} s")
     for engine, entry in summary.items():
         line = f"  {engine:<8} {entry['calls']} calls in {entry['seconds']:.1f} s, dtypes {','.join(dtypes)}"

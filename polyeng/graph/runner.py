@@ -206,9 +206,8 @@ class Program:
             step, entry = steps[i], entries[i]
             if type(entry) is segment:   # a run of nodes as one oneDNN program
                 if not level and entry.run(env):
-                    for k in range(i, entry.stop):
-                        for s in released[k]:
-                            env[s] = None
+                    for s in entry.released:
+                        env[s] = None
                     if clock is not None:
                         times[i] += clock() - began
                         ran.append((i, entry.stop))

@@ -156,6 +156,12 @@ def _static_program(step, kwargs, env):
     return ("shapes", {s: env[s] for s in step.out_slots}, checks)
 
 
+def _is_kept(value) -> bool:
+    """Whether ``value`` is a result a host program keeps (``onnx/host_programs.py``)."""
+    from ..onnx.host_programs import _is_kept as kept
+    return kept(value)
+
+
 def _value_of(value):
     """A small integer array (a shape) as bytes with its dtype and shape, else None."""
     if type(value) is np.ndarray and value.dtype.kind in "iu" and value.size <= 16:
@@ -253,18 +259,29 @@ class Segment:
     """A planned entry: nodes ``first`` to ``stop - 1`` run as one oneDNN program (``fixed``: the
     results of the host programs of shape arithmetic among them, as their first run gave them;
     ``checks``: (slot, value) of the shapes its views were planned with, made before it)."""
-    __slots__ = ("program", "first", "stop", "inputs", "outputs", "shapes", "original", "fixed", "checks")
+    __slots__ = ("program", "first", "stop", "inputs", "outputs", "shapes", "original", "fixed", "checks", "released",
+                 "seen")
 
-    def __init__(self, program, first, stop, inputs, outputs, shapes, original, fixed=(), checks=()):
+    def __init__(self, program, first, stop, inputs, outputs, shapes, original, fixed=(), checks=(), released=()):
         self.program, self.first, self.stop = program, first, stop
         self.inputs, self.outputs, self.shapes, self.original = inputs, outputs, shapes, original
         self.fixed, self.checks = tuple(fixed), tuple(checks)
+        self.released = tuple(released)   # the slots the nodes first to stop - 1 let go of, in one list
+        # per check, the array that last passed it where a host program keeps it (read-only, given
+        # again on every call with the same shapes): it passes again without its bytes compared
+        self.seen = [None] * len(self.checks)
 
     def run(self, env):
         """Runs the program on this run's values (True), or leaves them for the nodes (False)."""
-        for slot, value in self.checks:   # a shape a view reads: as planned, or the nodes run
-            if _value_of(env[slot]) != value:
+        seen = self.seen
+        for k, (slot, value) in enumerate(self.checks):   # a shape a view reads: as planned, or the nodes run
+            found = env[slot]
+            if found is seen[k]:   # the host program's kept array that passed before: unchanged
+                continue
+            if _value_of(found) != value:
                 return False
+            if _is_kept(found):
+                seen[k] = found
         arrays = []
         for slot, (shape, dtype) in zip(self.inputs, self.shapes):
             a = env[slot]
@@ -324,7 +341,8 @@ def plan(program, entries, recorded, kept) -> list:
         if built is not None:
             program_, inputs, outputs, shapes, checks = built
             fixed = [(s, a) for k in range(i, stop) if recorded[k][0] == "shapes" for s, a in recorded[k][1].items()]
-            entries[i] = Segment(program_, i, stop, inputs, outputs, shapes, entries[i], fixed, checks)
+            released = [slot for k in range(i, stop) for slot in program.released[k]]
+            entries[i] = Segment(program_, i, stop, inputs, outputs, shapes, entries[i], fixed, checks, released)
             spans.append((i, stop))
         i = stop
     return spans

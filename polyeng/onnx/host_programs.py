@@ -57,6 +57,7 @@ class _Compiled:
         from ..graph.numpy_nodes import getitem
         self.steps = steps   # held, so the id it is filed under is not reused
         self.run = []
+        self.starts, self.made = [], 0   # per step, the slot of its first result; the slots made (``check``)
         for name, op, args, out in steps:
             if op not in STEP_OPS:
                 raise ValueError(f"{PROGRAM}: step {name!r} runs {op!r}, which is not a host op a program may hold")
@@ -65,7 +66,9 @@ class _Compiled:
                 if _is_slot(value):
                     direct.append((key, value["slot"]))
                 elif _slots_in(value):
-                    nested.append((key, value))
+                    # a list of slots only (a concat's values): read by index, not by a walk
+                    flat = type(value) is list and all(_is_slot(v) for v in value)
+                    nested.append((key, [v["slot"] for v in value] if flat else None, value))
                 else:
                     fixed[key] = value
             count = _result_count(out)
@@ -125,12 +128,13 @@ class _Compiled:
     def check(self, count: int, outputs) -> None:
         """Every slot a step reads is made before it, every output slot exists (a graph file may
         hold any program): a ValueError naming the step otherwise."""
-        made = count
+        made, starts = count, []
         for name, _, fixed, direct, nested, out in self.run:
-            for slot in [i for _, i in direct] + [s["slot"] for _, t in nested for s in _slots_in(t)]:
+            for slot in [i for _, i in direct] + [s["slot"] for _, _, t in nested for s in _slots_in(t)]:
                 if type(slot) is not int or not 0 <= slot < made:
                     raise ValueError(f"{PROGRAM}: step {name!r} reads slot {slot!r}; slots 0 to {made - 1} are made "
                                      f"before it")
+            starts.append(made)
             made += 1 if out is None else _result_count(out)
         for slot in outputs:
             if type(slot) is not int or not 0 <= slot < made:
@@ -138,6 +142,7 @@ class _Compiled:
         for slot in self.constants:
             if type(slot) is not int or not 0 <= slot < count:
                 raise ValueError(f"{PROGRAM}: constant slot {slot!r} is not one of its {count} values")
+        self.starts, self.made = starts, made
         self.checked = (count, tuple(outputs))
 
     def __call__(self, values, outputs):
@@ -149,7 +154,7 @@ class _Compiled:
             found = self.memo.get(key)
             if found is not None:
                 return found
-        kept = keep = None
+        keep = None
         if self.reads_values:
             if self.static is None:
                 self._find_static(values)
@@ -160,32 +165,17 @@ class _Compiled:
                        tuple(id(values[i]) for i in held),
                        tuple((values[i].dtype.str, values[i].shape, values[i].tobytes()) for i in self.small))
                 kept = self.memo.get(key)
-                if kept is None and len(self.memo) < _MEMO_SIZES:
+                if kept is not None:
+                    return self._again(kept, values, outputs)
+                if len(self.memo) < _MEMO_SIZES:
                     # the constants are held beside their results, so no other array takes their ids
-                    keep = ([values[i] for i in held], [])
+                    keep = [[values[i] for i in held], [], None]
                     static_key = key
                 key = None
         slots = list(values)
-        for index, (name, function, fixed, direct, nested, out) in enumerate(self.run):
-            if kept is not None and self.static[index] and kept[1][index] is not None:
-                slots.extend(kept[1][index])
-                continue
-            kwargs = dict(fixed)
-            for k, i in direct:
-                kwargs[k] = slots[i]
-            for k, template in nested:
-                kwargs[k] = map_arrays(template, lambda s: slots[s["slot"]], _is_slot)
-            try:
-                result = function(**kwargs)
-            except IndexError as exc:
-                raise ValueError(f"{name}: {exc}") from None
-            except (ValueError, TypeError) as exc:
-                raise type(exc)(f"{name}: {exc}") from None
+        for index, step in enumerate(self.run):
             made = len(slots)
-            if out is None:
-                slots.append(result)
-            else:
-                slots.extend(value for _, value in sorted(by_output_index(out, result), key=lambda pair: pair[0]))
+            slots.extend(_run_step(step, slots))
             if keep is not None:
                 results = slots[made:] if self.static[index] else None
                 if results and any(_aliases(r, values, held) for r in results):
@@ -205,6 +195,48 @@ class _Compiled:
                     _kept[id(array)] = array
             self.memo[key] = found
         return found
+
+    def _again(self, kept, values, outputs):
+        """A run with the results of the static steps ``kept`` (``[held values, results per step,
+        fast form]``): only the other steps run. The fast form, made on the first such run, is
+        every slot's value with the kept results in place, and the steps that still run."""
+        if kept[2] is None:
+            template, again = [None] * self.made, []
+            for index, results in enumerate(kept[1]):
+                start = self.starts[index]
+                if self.static[index] and results is not None:
+                    template[start:start + len(results)] = results
+                else:
+                    again.append((self.run[index], start))
+            kept[2] = (template, again)
+        template, again = kept[2]
+        slots = template.copy()
+        slots[:len(values)] = values
+        for step, start in again:
+            results = _run_step(step, slots)
+            slots[start:start + len(results)] = results
+        return tuple(slots[i] for i in outputs)
+
+
+def _run_step(step, slots) -> list:
+    """The results of one step (``_Compiled.run``'s entry) on ``slots``, in slot order; an error
+    names the step."""
+    name, function, fixed, direct, nested, out = step
+    kwargs = dict(fixed)
+    for k, i in direct:
+        kwargs[k] = slots[i]
+    for k, flat, template in nested:
+        kwargs[k] = [slots[i] for i in flat] if flat is not None else map_arrays(
+            template, lambda s: slots[s["slot"]], _is_slot)
+    try:
+        result = function(**kwargs)
+    except IndexError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
+    if out is None:
+        return [result]
+    return [value for _, value in sorted(by_output_index(out, result), key=lambda pair: pair[0])]
 
 
 _compiled: dict = {}   # id(steps) -> _Compiled

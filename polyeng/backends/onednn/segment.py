@@ -12,7 +12,8 @@ they lie (plain, C-contiguous) and its outputs are written to new plain arrays.
 
 Special values: oneDNN's post-ops and pooling do not keep polyeng's NaN and infinity rules
 (``fused.py``). A program runs only when no value in it can leave the finite range: from a
-bound of each input (the square root of its sum of squares, else its largest magnitude) and of
+bound of each input (its largest magnitude, by ``_scans.py`` where numba is loaded; else the
+square root of its sum of squares, or its largest magnitude when that overflows) and of
 each constant (a convolution's largest row sum of absolute weights), each step's bound follows
 (a convolution: input bound x row sum + bias bound + residual bound; an activation at most its
 input's or 1, clip its bounds' largest magnitude; add the sum, mul the product, pooling, mean
@@ -31,7 +32,7 @@ import threading
 import numpy as np
 
 from . import _constants as C
-from . import _native
+from . import _native, _scans
 from .._address import address
 from ._lib import dims, new
 from ._primitive import Attr, Desc, Primitive, aligned_empty, desc, desc_any, reorder
@@ -39,7 +40,7 @@ from ._packed import packed_weight
 from ._threads import threads_for
 from . import conv, segment_plain
 from .fused import POST_OPS
-from .normalization import constant_rows, may_be_constant
+from .normalization import constant_rows
 from .pooling import _kind as pooling_kind, _padding_right
 
 F32 = np.dtype(np.float32)
@@ -150,6 +151,7 @@ class Program:
         self.row_checks = []  # (mean, variance, source) of each layer norm, checked after a run
         self.lazy = set()     # permutations a product reads through strides (``segment_plain.py``)
         self._passed = None   # the input bounds of the largest run that passed ``bounded``
+        self._compiled_scans = None   # whether the guards scan in compiled code (``_scans.py``)
         self.masked = set()   # fused_softmax steps whose mask a product added as its post-op
         # every layer norm's row means and variances, in one array each (one check after a run)
         rows = sum(math.prod(s.shape) // max(math.prod(s.attrs["normalized_shape"]), 1)
@@ -496,13 +498,14 @@ class Program:
         bound = dict(self.constant_bounds)
         ranges = dict(self.mask_ranges) if self.masks or self.mask_ranges else None
         key = []
+        compiled = self._scans_compiled()
         for name, a in zip(self.inputs, arrays):
             if name in self.conditions:   # read as 0 and 1: a bool array viewed from other bytes is the nodes'
                 if a.size and int(a.view(np.uint8).max()) > 1:
                     return False
                 continue
             if name in self.masks:   # a softmax's mask (see segment_plain._softmax)
-                found = _mask_range(a)
+                found = _mask_range(a, compiled)
                 if found is None:
                     return False
                 hi, lo = ranges[name] = found
@@ -516,11 +519,14 @@ class Program:
                 bound[name] = max(hi, -lo)
                 key.append(bound[name])
                 continue
-            b = math.sqrt(float(np.dot(flat, flat))) if flat.size else 0.0
-            if not b < LIMIT:   # a sum of squares overflows long before the values do
-                b = float(np.max(np.abs(flat))) if flat.size else 0.0
-                if not b < LIMIT:
-                    return False
+            if compiled and a.dtype == F32:   # the largest magnitude, in one pass
+                b = _scans.magnitude(flat)
+            else:   # a sum of squares (one pass in numpy) bounds the largest magnitude too
+                b = math.sqrt(float(np.dot(flat, flat))) if flat.size else 0.0
+                if not b < LIMIT:   # it overflows long before the values do
+                    b = float(np.max(np.abs(flat))) if flat.size else 0.0
+            if not b < LIMIT:
+                return False
             bound[name] = b
             key.append(b)
         passed = self._passed
@@ -530,6 +536,13 @@ class Program:
             return False
         self._passed = key
         return True
+
+    def _scans_compiled(self) -> bool:
+        """Whether the guards scan with ``_scans.py``'s compiled functions: where the program's
+        loop is compiled (numba is loaded then) and they compile."""
+        if self._compiled_scans is None:
+            self._compiled_scans = _native.available() and _scans.compiled() is not None
+        return self._compiled_scans
 
     def _walk(self, bound, ranges) -> bool:
         """The bound walk over the steps from the inputs' ``bound`` and masks' ``ranges``."""
@@ -666,7 +679,8 @@ class Program:
         """False where a layer norm's row may hold equal values (``segment_plain.py``)."""
         if not self.row_checks:
             return True
-        if not may_be_constant(self.stats[0, :self.stats_used], self.stats[1, :self.stats_used]).any():
+        in_doubt = _scans.rows_in_doubt if self._scans_compiled() else _scans.rows_in_doubt_numpy
+        if not in_doubt(self.stats[0, :self.stats_used], self.stats[1, :self.stats_used]):
             return True   # no row of any layer norm in doubt: one check
         for mean, var, source in self.row_checks:
             kind, value = self._arg(source)
@@ -703,14 +717,20 @@ def _holds_small(bits, scratch, below: int) -> bool:
     return int(scan.min()) < below - 1
 
 
-def _mask_range(a):
+def _mask_range(a, compiled=False):
     """(largest, smallest finite) value of a softmax's mask, or None where it holds NaN or +inf, or
     a row (along its last axis, the softmax's) of -inf only: such a row of the softmax is NaN,
-    which the nodes replace (``segment_plain._softmax``)."""
+    which the nodes replace (``segment_plain._softmax``). ``compiled``: scan with ``_scans.py``'s
+    compiled function."""
     if not a.size:
         return 0.0, 0.0
     wide = a if a.dtype == F32 else a.astype(F32)
-    hi, lo = float(np.max(wide)), float(np.min(wide))
+    if compiled:
+        hi, lo, nan = _scans.extremes(np.ascontiguousarray(wide).reshape(-1))
+        if nan:
+            return None
+    else:
+        hi, lo = float(np.max(wide)), float(np.min(wide))
     if not hi < LIMIT:   # NaN, +inf, or the largest numbers
         return None
     if lo == -math.inf:   # masked places: fine, unless a whole row is

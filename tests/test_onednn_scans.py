@@ -1,0 +1,70 @@
+"""The guards' compiled scans (polyeng/backends/onednn/_scans.py) against their numpy forms."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from polyeng.backends.onednn import _scans
+from polyeng.backends.onednn.normalization import may_be_constant
+
+RNG = np.random.default_rng(11)
+F32 = np.finfo(np.float32)
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, F32.max, F32.min, F32.tiny, -F32.tiny, F32.smallest_subnormal,
+                    -F32.smallest_subnormal, np.inf, -np.inf], np.float32)
+
+
+@pytest.fixture(autouse=True)
+def compiled():
+    assert _scans.compiled() is not None, "numba is installed: the scans must compile"
+
+
+def _cases():
+    yield np.zeros(0, np.float32)
+    for size in (1, 7, 16, 1000, 4099):
+        yield RNG.standard_normal(size).astype(np.float32)
+        yield -np.abs(RNG.standard_normal(size)).astype(np.float32) * np.float32(1e30)
+    for value in SPECIAL:
+        yield np.full(33, value, np.float32)
+    mixed = RNG.standard_normal(300).astype(np.float32)
+    mixed[RNG.integers(0, 300, 12)] = RNG.choice(SPECIAL, 12)
+    yield mixed
+
+
+def _same(a, b):
+    assert np.array_equal(np.float64(a), np.float64(b), equal_nan=True) and np.signbit(a) == np.signbit(b), (a, b)
+
+
+@pytest.mark.parametrize("flat", list(_cases()), ids=lambda a: f"n{a.size}")
+def test_magnitude_and_extremes_match_numpy(flat):
+    _same(_scans.magnitude(flat), _scans.magnitude_numpy(flat))
+    hi, lo, nan = _scans.extremes(flat)
+    want = _scans.extremes_numpy(flat)
+    assert nan == want[2] is False
+    if flat.size and not (flat == 0).all():   # max/min of 0.0 and -0.0: either is numpy's
+        _same(hi, want[0])
+        _same(lo, want[1])
+
+
+@pytest.mark.parametrize("where", [0, 5, 299])
+@pytest.mark.parametrize("nan", [np.float32(np.nan), -np.float32(np.nan)])
+def test_a_nan_is_found_and_the_rest_s_extremes_given(where, nan):
+    flat = RNG.standard_normal(300).astype(np.float32)
+    flat[where] = nan
+    assert np.isnan(_scans.magnitude(flat))
+    hi, lo, found = _scans.extremes(flat)
+    rest = np.delete(flat, where)
+    assert found and (hi, lo) == (float(rest.max()), float(rest.min()))
+    assert _scans.extremes(np.full(4, np.nan, np.float32)) == (0.0, 0.0, True)
+
+
+def test_rows_in_doubt_match_may_be_constant():
+    for _ in range(200):
+        rows = int(RNG.integers(1, 50))
+        mean = (RNG.standard_normal(rows) * 10.0 ** RNG.integers(-30, 30)).astype(np.float32)
+        with np.errstate(over="ignore"):   # an inf variance is a case too
+            var = np.abs(mean * RNG.choice([0.0, 2.0 ** -11, 2.0 ** -10, 2.0 ** -9, 1.0], rows)).astype(np.float32) ** 2
+        var[RNG.random(rows) < 0.1] = RNG.choice([np.nan, np.inf, 0.0])
+        mean[RNG.random(rows) < 0.05] = RNG.choice([np.nan, np.inf, F32.max])
+        assert _scans.rows_in_doubt(mean, var) == bool(may_be_constant(mean, var).any()) \
+            == _scans.rows_in_doubt_numpy(mean, var)
+    assert not _scans.rows_in_doubt(np.zeros(0, np.float32), np.zeros(0, np.float32))
