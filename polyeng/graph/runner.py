@@ -44,13 +44,17 @@ class _Step:
     """A node compiled against the graph's value slots."""
 
     __slots__ = ("node", "spec", "host", "fixed", "simple", "nested", "out_slots", "out", "batch_relative",
-                 "rows", "single")
+                 "rows", "single", "lists")
 
     def __init__(self, node, slot):
         self.node = node
         self.spec = op_spec(node.op, "node op")
         self.host = self.spec.function if self.spec.host else None   # called as it is
         self.fixed, self.simple, self.nested = _split(node.args, slot)
+        # the nested arguments as read on each run: a list of slots only (a concat's tensors, a host
+        # program's values) by index, any other template by a walk
+        self.lists = [(name, [v.index for v in template] if type(template) is list and all(
+            type(v) is _Slot for v in template) else None, template) for name, template in self.nested]
         self.out_slots = [slot[name] for name in node.outputs]
         self.out = node.out
         # the slot of the node's one result (most nodes), else None: results stored by ``store``
@@ -59,7 +63,12 @@ class _Step:
         self.rows = node.meta.get("rows")
 
     def kwargs(self, env) -> dict:
-        kwargs = _arguments(self.fixed, self.simple, self.nested, env)
+        kwargs = dict(self.fixed)
+        for name, s in self.simple:
+            kwargs[name] = env[s]
+        for name, indices, template in self.lists:
+            kwargs[name] = [env[i] for i in indices] if indices is not None else map_arrays(
+                template, lambda slot: env[slot.index], _is_slot)
         if self.batch_relative:
             shape = kwargs["shape"]
             rest = tuple(shape[1:]) if isinstance(shape, (tuple, list)) else ()

@@ -292,6 +292,8 @@ class Lanes:
             if not self.whole.bounded(arrays):
                 return None
             outs = [np.empty(shape, dtype) for shape, dtype in self.outputs_as]
+            if len(lanes) == 1:   # one lane (the whole program): on this thread
+                return outs if self._run_group(lanes, arrays, outs) else None
             groups = _groups(lanes, threads)
             if len(groups) > 1 and _lane_worker.available():
                 results = self._on_workers(groups, arrays, outs)
