@@ -156,10 +156,16 @@ def _static_program(step, kwargs, env):
     return ("shapes", {s: env[s] for s in step.out_slots}, checks)
 
 
+_UNSEEN = object()   # a check no array has passed yet
+_kept_check: list = []   # host_programs._is_kept, once imported (host_programs imports this package)
+
+
 def _is_kept(value) -> bool:
     """Whether ``value`` is a result a host program keeps (``onnx/host_programs.py``)."""
-    from ..onnx.host_programs import _is_kept as kept
-    return kept(value)
+    if not _kept_check:
+        from ..onnx.host_programs import _is_kept as kept
+        _kept_check.append(kept)
+    return _kept_check[0](value)
 
 
 def _value_of(value):
@@ -269,7 +275,7 @@ class Segment:
         self.released = tuple(released)   # the slots the nodes first to stop - 1 let go of, in one list
         # per check, the array that last passed it where a host program keeps it (read-only, given
         # again on every call with the same shapes): it passes again without its bytes compared
-        self.seen = [None] * len(self.checks)
+        self.seen = [_UNSEEN] * len(self.checks)
 
     def run(self, env):
         """Runs the program on this run's values (True), or leaves them for the nodes (False)."""

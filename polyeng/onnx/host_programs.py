@@ -122,12 +122,14 @@ class _Compiled:
                 shaped.update(made_here)
             static.append(ok)
             made += width
-        self.static = static if any(static) else []
+        # static last: another thread's first call reads it before the rest
         self.static_keys = tuple(i for i in range(count) if i not in fixed)
+        self.static = static if any(static) else []
 
     def check(self, count: int, outputs) -> None:
         """Every slot a step reads is made before it, every output slot exists (a graph file may
-        hold any program): a ValueError naming the step otherwise."""
+        hold any program): a ValueError naming the step otherwise. Records each step's first
+        result slot (``starts``) and the slots made (``made``), which ``_again`` places by."""
         made, starts = count, []
         for name, _, fixed, direct, nested, out in self.run:
             for slot in [i for _, i in direct] + [s["slot"] for _, _, t in nested for s in _slots_in(t)]:

@@ -27,18 +27,33 @@ from .normalization import may_be_constant
 _scans: dict = {}   # "magnitude", "extremes", "doubt": the compiled functions, once made
 
 
+_failed: list = []   # why the scans could not be made, once tried
+
+
 def _compile() -> dict:
     if not _scans:
         from . import _scan_loops as L
+        # compiled (or loaded from numba's cache) now, for writable and read-only values (numba
+        # types them apart; a host program's kept mask is read-only), so that a failure is
+        # found here and not in a run
+        for writable in (True, False):
+            values = np.array([1.0, -2.0], np.float32)
+            values.flags.writeable = writable
+            L.magnitude_bits(values.view(np.int32))
+            L.extreme_keys(values.view(np.int32))
+            L.doubt(values, values)
         _scans.update(magnitude=L.magnitude_bits, extremes=L.extreme_keys, doubt=L.doubt)
     return _scans
 
 
 def compiled() -> dict | None:
-    """The compiled scans, or None where numba cannot make them."""
+    """The compiled scans, or None where numba cannot make them (then numpy's forms serve)."""
+    if _failed:
+        return None
     try:
         return _compile()
-    except Exception:   # numba missing or failing: numpy's forms serve
+    except Exception as exc:   # numba missing or failing: numpy's forms serve
+        _failed.append(f"{type(exc).__name__}: {exc}")
         return None
 
 
@@ -89,12 +104,6 @@ def rows_in_doubt_numpy(mean, var) -> bool:
 
 
 def warm() -> bool:
-    """Compile (or load from numba's disk cache) every scan for the types the guards give it;
-    False where they cannot compile."""
-    if compiled() is None:
-        return False
-    values = np.array([1.0, -2.0], np.float32)
-    magnitude(values)
-    extremes(values)
-    rows_in_doubt(values, values)
-    return True
+    """Compile (or load from numba's disk cache) every scan for the types the guards give it
+    (``compiled`` does); False where they cannot compile."""
+    return compiled() is not None

@@ -12,8 +12,9 @@ they lie (plain, C-contiguous) and its outputs are written to new plain arrays.
 
 Special values: oneDNN's post-ops and pooling do not keep polyeng's NaN and infinity rules
 (``fused.py``). A program runs only when no value in it can leave the finite range: from a
-bound of each input (its largest magnitude, by ``_scans.py`` where numba is loaded; else the
-square root of its sum of squares, or its largest magnitude when that overflows) and of
+bound of each input (an f32 input's largest magnitude, by ``_scans.py``, where the program's loop
+is compiled; else the square root of its sum of squares, or its largest magnitude when that
+overflows) and of
 each constant (a convolution's largest row sum of absolute weights), each step's bound follows
 (a convolution: input bound x row sum + bias bound + residual bound; an activation at most its
 input's or 1, clip its bounds' largest magnitude; add the sum, mul the product, pooling, mean
