@@ -57,7 +57,7 @@ def test_a_nan_is_found_and_the_rest_s_extremes_given(where, nan):
     assert _scans.extremes(np.full(4, np.nan, np.float32)) == (0.0, 0.0, True)
 
 
-def test_read_only_values_scan_alike():   # numba types them apart: a host program's kept mask is one
+def test_read_only_values_scan_alike():   # through numpy's forms: a host program's kept mask is one
     flat = RNG.standard_normal(999).astype(np.float32)
     fixed = flat.copy()
     fixed.flags.writeable = False

@@ -16,7 +16,8 @@ integers where that lets LLVM vectorise the reduction without assuming that no N
   ``normalization.may_be_constant``, in f32 as there).
 
 Each function has numpy's form too (``*_numpy``), which the caller uses where numba is not loaded
-and the tests compare with.
+and the tests compare with; read-only values take it too (numba compiles a version of its own for
+them, and loading each version from the disk cache costs milliseconds on a program's first run).
 """
 from __future__ import annotations
 
@@ -33,15 +34,13 @@ _failed: list = []   # why the scans could not be made, once tried
 def _compile() -> dict:
     if not _scans:
         from . import _scan_loops as L
-        # compiled (or loaded from numba's cache) now, for writable and read-only values (numba
-        # types them apart; a host program's kept mask is read-only), so that a failure is
-        # found here and not in a run
-        for writable in (True, False):
-            values = np.array([1.0, -2.0], np.float32)
-            values.flags.writeable = writable
-            L.magnitude_bits(values.view(np.int32))
-            L.extreme_keys(values.view(np.int32))
-            L.doubt(values, values)
+        # compiled (or loaded from numba's cache) now, so that a failure is found here and not in
+        # a run; for writable values only (numba types read-only ones apart, and loading each
+        # version costs milliseconds: read-only values take numpy's forms)
+        values = np.array([1.0, -2.0], np.float32)
+        L.magnitude_bits(values.view(np.int32))
+        L.extreme_keys(values.view(np.int32))
+        L.doubt(values, values)
         _scans.update(magnitude=L.magnitude_bits, extremes=L.extreme_keys, doubt=L.doubt)
     return _scans
 
@@ -61,6 +60,8 @@ def magnitude(flat) -> float:
     """The largest magnitude of C-contiguous 1-D f32 ``flat`` (0.0 if empty, NaN if it holds one)."""
     if not flat.size:
         return 0.0
+    if not flat.flags.writeable:
+        return magnitude_numpy(flat)
     return _scans["magnitude"](flat.view(np.int32))
 
 
@@ -75,6 +76,8 @@ def extremes(flat) -> tuple[float, float, bool]:
     empty or only NaN)."""
     if not flat.size:
         return 0.0, 0.0, False
+    if not flat.flags.writeable:
+        return extremes_numpy(flat)
     hi, lo, nan = _scans["extremes"](flat.view(np.int32))
     if nan:   # the keys of NaNs lie beyond infinity's: the extremes of the rest, from numpy
         return extremes_numpy(flat)
@@ -96,6 +99,8 @@ def extremes_numpy(flat) -> tuple[float, float, bool]:
 def rows_in_doubt(mean, var) -> bool:
     """Whether any row's layer norm statistics ``mean``, ``var`` (f32, C-contiguous) leave it in
     doubt (``normalization.may_be_constant``)."""
+    if not (mean.flags.writeable and var.flags.writeable):
+        return rows_in_doubt_numpy(mean, var)
     return bool(_scans["doubt"](mean, var))
 
 
