@@ -4,7 +4,7 @@ compiled pass each, where a program's loop is compiled (``_native.py``: numba is
 Run through numpy, a guard is a few ufunc calls per value (a sum of squares for each input, the
 largest and smallest of each softmax mask, four ufuncs over every layer norm's statistics), about
 1 us of dispatch each and one pass over the value each: 32-34 us per run of the GPT-2 test model
-at batch 1, whose primitives took about 220 us (15-17 us here). Here each value is read once, as
+at batch 1, whose primitives took about 220 us (15-19 us here). Here each value is read once, as
 integers where that lets LLVM vectorise the reduction without assuming that no NaN is met
 (``_scan_loops.py``):
 
