@@ -23,7 +23,7 @@ def _mask_model():
     """A padding mask from an int mask input And a causal mask from Range over the sequence (host
     steps that wait for nothing), and a reshape of a computed tensor to (batch * seq, -1) whose
     target comes from that tensor's shape (steps that wait for the tensor)."""
-    nodes = [node("Relu", ["x"], ["h"]), node("Shape", ["h"], ["shape"]),
+    nodes = [node("Mul", ["x", "x"], ["h"]), node("Shape", ["h"], ["shape"]),
              constant("i0", i64(0)), constant("i1", i64(1)), constant("ax0", i64(0)), constant("ax1", i64(1)),
              node("Gather", ["shape", "i0"], ["batch"]), node("Gather", ["shape", "i1"], ["seq"]),
              constant("rest", i64(-1)), node("Mul", ["batch", "seq"], ["rows"]),
@@ -56,7 +56,7 @@ def _inputs(n=2, s=5):
 def test_host_steps_become_programs_and_match_onnxruntime(loaded):
     model, graph = loaded
     ops = collections.Counter(n.op for n in graph.nodes)
-    assert ops["onnx.program"] == 2, ops                       # one waits for nothing, one for relu
+    assert ops["onnx.program"] == 2, ops                       # one waits for nothing, one for the mul
     assert not any(op.startswith("onnx.") and op != "onnx.program" for op in ops if op != "onnx.reshape"), ops
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     for n, s in ((2, 5), (3, 4)):
@@ -69,7 +69,32 @@ def test_a_program_runs_after_the_node_whose_shape_it_reads(loaded):
     _, graph = loaded
     order = [n.op for n in graph.nodes]
     programs = [i for i, n in enumerate(graph.nodes) if n.op == "onnx.program"]
-    assert programs[0] == 0 and order.index("relu") < programs[1]
+    assert programs[0] == 0 and order.index("mul") < programs[1]
+
+
+def test_a_shape_read_through_same_shape_ops_waits_for_the_earliest_value():
+    """Shape of a layer norm's result is Shape of its input: the program reading it runs before the
+    layer norm (which so stays in the run of nodes after it), with onnxruntime's results."""
+    nodes = [node("Mul", ["x", "x"], ["p"]), node("LayerNormalization", ["p", "g", "b"], ["n"], axis=-1),
+             node("Relu", ["n"], ["h"]), node("Shape", ["h"], ["shape"]),
+             constant("i0", i64(0)), constant("i1", i64(1)), constant("rest", i64(-1)),
+             node("Gather", ["shape", "i0"], ["batch"]), node("Gather", ["shape", "i1"], ["seq"]),
+             node("Mul", ["batch", "seq"], ["rows"]), node("Concat", ["rows", "rest"], ["target"], axis=0),
+             node("Reshape", ["h", "target"], ["out"])]
+    model = build(nodes, [("x", F32, ["N", "S", 8])], [("out", F32)],
+                  inits={"g": np.linspace(0.5, 1.5, 8).astype(np.float32), "b": np.zeros(8, np.float32)})
+    graph = polyeng.onnx.load(model)
+    order = [n.op for n in graph.nodes]
+    program = order.index("onnx.program")
+    assert order.index("mul") < program < order.index("layer_norm") < order.index("relu"), order
+    shape_step = [s for s in graph.nodes[program].args["steps"] if s[1] == "onnx.shape"]
+    assert [graph.nodes[program].args["values"][s[2]["x"]["slot"]].name for s in shape_step] == ["p"]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for n, s in ((2, 5), (3, 4)):
+        x = np.random.default_rng(n).standard_normal((n, s, 8)).astype(np.float32)
+        got = graph(x=x)
+        np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+        assert got.shape == (n * s, 8)
 
 
 def test_print_lists_a_programs_steps(loaded):
@@ -111,7 +136,7 @@ def test_a_program_refuses_a_step_that_is_not_a_host_op():
 
 def test_a_program_that_reads_only_shapes_is_kept_per_shape(loaded):
     """The program waiting for nothing reads the mask's values (not shape-keyed); the one reading
-    relu's shape is: its results for a shape are computed once and given again, read-only."""
+    the mul's shape is: its results for a shape are computed once and given again, read-only."""
     _, graph = loaded
     keyed = [n for n in graph.nodes if n.op == "onnx.program" and n.args["shape_keyed"] is not None]
     values_read = [n for n in graph.nodes if n.op == "onnx.program" and n.args["shape_keyed"] is None]

@@ -15,6 +15,7 @@ neither ``onnx`` nor the converters.
 """
 from __future__ import annotations
 
+import dataclasses
 import weakref
 
 import numpy as np
@@ -324,9 +325,39 @@ def pass_through_source(node, name: str, passing) -> str | None:
     return args["values"][slot].name
 
 
+# ops whose result has the shape of this argument, whatever the values: ``Shape`` of the result is
+# ``Shape`` of that argument
+SAME_SHAPE = {"layer_norm": "x", "softmax": "x", "log_softmax": "x", "gelu": "x", "relu": "x", "sigmoid": "x",
+              "tanh": "x", "silu": "x"}
+
+
+def _earliest_shapes(nodes: list) -> list:
+    """``nodes`` with each ``onnx.shape`` reading the earliest value of its input's shape through
+    ``SAME_SHAPE`` ops (a layer norm's input, say): a program of such steps then waits only for
+    that value, and does not split the run of nodes after it (BERT's mask program read the shape
+    of the embeddings' layer norm, which so ran apart from the oneDNN program after it)."""
+    made = {name: node for node in nodes for name in node.outputs}
+    out = []
+    for node in nodes:
+        x = node.args.get("x") if node.op == "onnx.shape" else None
+        if type(x) is Ref:
+            source = x
+            while source.name in made and made[source.name].op in SAME_SHAPE:
+                producer = made[source.name]
+                earlier = producer.args.get(SAME_SHAPE[producer.op])
+                if type(earlier) is not Ref or len(producer.outputs) != 1:
+                    break
+                source = earlier
+            if source is not x:
+                node = dataclasses.replace(node, args={**node.args, "x": Ref(source.name)})
+        out.append(node)
+    return out
+
+
 def fuse(nodes: list, constants, graph_inputs, outputs) -> list:
     """``nodes`` with each group of two or more host nodes that can run together replaced by one
     ``onnx.program`` node, placed after the last node the group waits for."""
+    nodes = _earliest_shapes(nodes)
     position = {}          # value name -> index of the node that makes it
     for i, node in enumerate(nodes):
         for name in node.outputs:
