@@ -72,16 +72,20 @@ def test_a_program_runs_after_the_node_whose_shape_it_reads(loaded):
     assert programs[0] == 0 and order.index("mul") < programs[1]
 
 
-def test_a_shape_read_through_same_shape_ops_waits_for_the_earliest_value():
+def test_a_shape_of_a_layer_norm_waits_for_its_input():
     """Shape of a layer norm's result is Shape of its input: the program reading it runs before the
-    layer norm (which so stays in the run of nodes after it), with onnxruntime's results."""
+    layer norm (which so stays in the run of nodes after it), with onnxruntime's results; Shape of
+    an activation's result still waits for it (a convolution's result keeps one reader)."""
     nodes = [node("Mul", ["x", "x"], ["p"]), node("LayerNormalization", ["p", "g", "b"], ["n"], axis=-1),
-             node("Relu", ["n"], ["h"]), node("Shape", ["h"], ["shape"]),
+             node("Relu", ["n"], ["h"]), node("Shape", ["n"], ["shape"]), node("Shape", ["h"], ["shape_h"]),
              constant("i0", i64(0)), constant("i1", i64(1)), constant("rest", i64(-1)),
              node("Gather", ["shape", "i0"], ["batch"]), node("Gather", ["shape", "i1"], ["seq"]),
              node("Mul", ["batch", "seq"], ["rows"]), node("Concat", ["rows", "rest"], ["target"], axis=0),
-             node("Reshape", ["h", "target"], ["out"])]
-    model = build(nodes, [("x", F32, ["N", "S", 8])], [("out", F32)],
+             node("Reshape", ["h", "target"], ["out"]),
+             node("Gather", ["shape_h", "i0"], ["batch_h"]), node("Gather", ["shape_h", "i1"], ["seq_h"]),
+             node("Mul", ["batch_h", "seq_h"], ["rows_h"]), node("Concat", ["rows_h", "rest"], ["target_h"], axis=0),
+             node("Reshape", ["h", "target_h"], ["same"])]
+    model = build(nodes, [("x", F32, ["N", "S", 8])], [("out", F32), ("same", F32)],
                   inits={"g": np.linspace(0.5, 1.5, 8).astype(np.float32), "b": np.zeros(8, np.float32)})
     graph = polyeng.onnx.load(model)
     order = [n.op for n in graph.nodes]
@@ -89,11 +93,15 @@ def test_a_shape_read_through_same_shape_ops_waits_for_the_earliest_value():
     assert order.index("mul") < program < order.index("layer_norm") < order.index("relu"), order
     shape_step = [s for s in graph.nodes[program].args["steps"] if s[1] == "onnx.shape"]
     assert [graph.nodes[program].args["values"][s[2]["x"]["slot"]].name for s in shape_step] == ["p"]
+    second = [i for i, op in enumerate(order) if op == "onnx.program"][1]   # the one reading relu's shape
+    assert order.index("relu") < second and "h" in [v.name for v in graph.nodes[second].args["values"]]
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     for n, s in ((2, 5), (3, 4)):
         x = np.random.default_rng(n).standard_normal((n, s, 8)).astype(np.float32)
-        got = graph(x=x)
-        np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+        got, same = graph(x=x)
+        want, want_same = session.run(None, {"x": x})
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(same, want_same, rtol=1e-5, atol=1e-6)
         assert got.shape == (n * s, 8)
 
 

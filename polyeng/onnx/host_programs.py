@@ -326,16 +326,16 @@ def pass_through_source(node, name: str, passing) -> str | None:
 
 
 # ops whose result has the shape of this argument, whatever the values: ``Shape`` of the result is
-# ``Shape`` of that argument
-SAME_SHAPE = {"layer_norm": "x", "softmax": "x", "log_softmax": "x", "gelu": "x", "relu": "x", "sigmoid": "x",
-              "tanh": "x", "silu": "x"}
+# ``Shape`` of that argument. Only the layer norm: a shape read of an activation's input would make
+# a second reader of a convolution's result, which conv_activation then does not fuse
+SAME_SHAPE = {"layer_norm": "x"}
 
 
 def _earliest_shapes(nodes: list) -> list:
     """``nodes`` with each ``onnx.shape`` reading the earliest value of its input's shape through
-    ``SAME_SHAPE`` ops (a layer norm's input, say): a program of such steps then waits only for
-    that value, and does not split the run of nodes after it (BERT's mask program read the shape
-    of the embeddings' layer norm, which so ran apart from the oneDNN program after it)."""
+    ``SAME_SHAPE`` ops (a layer norm's input): a program of such steps then waits only for that
+    value, and does not split the run of nodes after it (BERT's mask program read the shape of the
+    embeddings' layer norm, which so ran apart from the oneDNN program after it)."""
     made = {name: node for node in nodes for name in node.outputs}
     out = []
     for node in nodes:
