@@ -5,9 +5,14 @@ cluster, whose nannies stop the workers. The warning a worker logs for each task
 cut short ("Async instruction ... ended with CancelledError"), and one fetching an input from a
 worker already closed ("Worker stream died during communication"), are dropped too: they report
 the interrupt again, once per task or peer. Once the interrupt has arrived, a worker logs nothing
-below CRITICAL: what it would say then (a heartbeat to a scheduler already closed, "Failed to
-communicate with scheduler during heartbeat", with its traceback) is the closing the interrupt
-asked for. This preload serves only local clusters."""
+below CRITICAL.
+
+A heartbeat that fails to reach the scheduler ("Failed to communicate with scheduler during
+heartbeat", with its traceback) is dropped always, interrupt or not: a local cluster's scheduler
+runs in the process that started the workers, so its connection closes only when that process
+closes the cluster (a heartbeat already on its way when the scheduler closes meets a closed
+stream) or ends, and that process reports its own failure. This preload serves only local
+clusters."""
 import logging
 import signal
 import threading
@@ -32,8 +37,15 @@ def _not_a_closed_peer(record) -> bool:
     return not record.getMessage().startswith("Worker stream died during communication")
 
 
+def _not_a_closed_scheduler(record) -> bool:
+    """The scheduler lives in the process that closes the cluster: a heartbeat that finds it
+    closed is the closing itself."""
+    return not record.getMessage().startswith("Failed to communicate with scheduler during heartbeat")
+
+
 logging.getLogger("distributed.worker.state_machine").addFilter(_not_a_cut_short_task)
 logging.getLogger("distributed.worker").addFilter(_not_a_closed_peer)
+logging.getLogger("distributed.worker").addFilter(_not_a_closed_scheduler)
 
 
 def dask_setup(worker) -> None:   # the hook distributed calls; the import above did the work

@@ -1,0 +1,28 @@
+"""The local cluster's worker preload drops the log lines that only repeat a closing."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("distributed")
+
+
+def test_a_worker_keeps_its_warnings_but_not_the_closings_echoes():
+    script = textwrap.dedent("""
+        import logging
+        logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+        import polyeng.dask.worker_setup
+        worker = logging.getLogger("distributed.worker")
+        try:
+            raise OSError("stream closed")
+        except OSError:
+            worker.exception("Failed to communicate with scheduler during heartbeat.")
+        worker.warning("Worker stream died during communication: tcp://127.0.0.1:1")
+        logging.getLogger("distributed.worker.state_machine").warning(
+            "Async instruction for <Task> ended with CancelledError")
+        worker.warning("a worker's own warning")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["distributed.worker: a worker's own warning"]
