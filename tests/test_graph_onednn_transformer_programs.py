@@ -121,6 +121,38 @@ def test_a_gelu_after_a_linear_is_its_post_op():
     assert isinstance(program, segment.Program)
 
 
+def gpt2_like_mlp(x, mask, approximate="tanh", also_read=False):
+    """GPT-2's MLP: the first linear on rows, its result reshaped before the GELU."""
+    h = polyeng.reshape(polyeng.linear(polyeng.reshape(x, (-1, D)), W1, B1), (-1, S, 64))
+    y = polyeng.linear(polyeng.reshape(polyeng.gelu(h, approximate=approximate), (-1, 64)), W2, B2)
+    return (y, polyeng.mul(h, SCALE)) if also_read else y
+
+
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+def test_a_gelu_after_a_reshape_of_a_linear_is_its_post_op(approximate):
+    fn = lambda x, mask: gpt2_like_mlp(x, mask, approximate)   # noqa: E731
+    got, taken, want, g = _runs(fn, X, _mask())
+    assert taken
+    close(got, want)
+    steps = g._compiled().steps
+    program = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0] \
+        .program.whole
+    gelu = next(s for s in steps if s.node.op == "gelu")
+    view = steps[[s.node.op for s in steps].index("gelu") - 1]
+    assert program.alias[gelu.single] == view.single   # the GELU's value is the view's bytes
+    assert len(program.calls) == 2   # the two linears, the GELU the first one's post-op
+
+
+def test_a_reshaped_linear_read_by_another_node_keeps_its_gelu_a_step():
+    fn = lambda x, mask: gpt2_like_mlp(x, mask, also_read=True)   # noqa: E731
+    got, taken, want, g = _runs(fn, X, _mask())
+    assert taken
+    close(got, want)
+    program = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0] \
+        .program.whole
+    assert len(program.calls) >= 3   # the GELU has a primitive of its own
+
+
 def test_the_batch_first_encoder_runs_in_lanes_and_the_moved_batch_in_one(monkeypatch):
     from polyeng.backends.onednn import lanes
     monkeypatch.setattr(lanes, "threads_now", lambda: 2)

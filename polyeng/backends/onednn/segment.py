@@ -189,7 +189,7 @@ class Program:
                     folded.add(id(after))
             elif s.op in ("linear", "matmul"):   # the nodes that alone read it in turn: post-ops
                 after = segment_plain.chain(self, s, i, steps, constants)
-                folded.update(id(a) for a in after if a.op != "fused_softmax")
+                folded.update(id(a) for a in after if a.op != "fused_softmax" and not segment_plain._pure_view(a))
             try:
                 self._step(s, after, constants)
             except Unsupported as exc:

@@ -14,8 +14,9 @@ through strides; a permutation that only products read is not made at all: they 
 its strides where oneDNN has fast code for that (else it is reordered first).
 
 Post-ops: the nodes that alone read a product's result in turn become its post-ops (``chain``):
-a GELU after a linear, a mul by a scalar (oneDNN's linear eltwise alpha * v + -0, which keeps
--0), a div by a scalar constant of no zero, an add of a value made before the product (a
+a GELU after a linear (also through a reshape or a view of the same bytes that the GELU alone
+reads: the GELU's value is then the view's bytes), a mul by a scalar (oneDNN's linear eltwise
+alpha * v + -0, which keeps -0), a div by a scalar constant of no zero, an add of a value made before the product (a
 residual), and the mask add of a fused_softmax reading it. Each rounds as the node does (f32
 only).
 
@@ -245,7 +246,8 @@ def _mask(p, s, mask):
 
 def chain(p, s, i, steps, constants) -> list:
     """The steps that a product (``s``, the ``i``-th step) takes as its post-ops, in order: each
-    alone reads the value before it (no output of the program): a GELU after a linear, a mul or a
+    alone reads the value before it (no output of the program): a GELU after a linear (or after a
+    pure view of it, which stays a step: ``_gelu_after_view``; nothing follows it), a mul or a
     div by a scalar constant, an add of a value made before the product (or a constant) of the result's
     shape, and, last, the mask add of a fused_softmax reading it (the softmax stays a step of its
     own). Every post-op rounds as the node does: f32 products only."""
@@ -282,10 +284,34 @@ def chain(p, s, i, steps, constants) -> list:
                 and ready(r.reads["mask"]) and r.shape == s.shape:
             items.append(r)
             break
+        elif not items and not two_values and _gelu_after_view(p, r):
+            items += [r, p.readers[r.out][0]]   # the view stays a step: ``_post_ops``
+            break
         else:
             break
         out = r.out
     return items
+
+
+def _pure_view(step) -> bool:
+    """A reshape, or a host node's view of the same bytes from the first: its value is its
+    input's bytes (``build``)."""
+    return step.op == "reshape" or (step.op == "view" and not step.attrs.get("offset")
+                                    and step.attrs.get("strides") is None)
+
+
+def _gelu_after_view(p, view) -> bool:
+    """Whether ``view`` is a pure view that a GELU alone reads (neither of them an output of the
+    program): GPT-2's MLP reshapes its first linear's result before the GELU. The GELU then
+    commutes with the view and becomes the product's post-op (``_post_ops``)."""
+    if not _pure_view(view) or view.out in p.outputs:
+        return False
+    readers = p.readers.get(view.out, [])
+    if len(readers) != 1:
+        return False
+    g = readers[0]
+    return g.op == "gelu" and g.dtype == view.dtype and g.shape == view.shape and g.out not in p.outputs \
+        and g.attrs.get("approximate", "none") in GELU
 
 
 def _shape_of(p, name):
@@ -298,7 +324,19 @@ def _post_ops(p, s, after, rows):
     """The post-ops of ``after`` (``chain``) on a product of ``s``'s shape, read as ``rows`` rows
     where given (a linear's 2-D view): (post-op list, {arg: source}, the value the product makes)."""
     post, args, out, prev = [], {}, s.out, s.out
+    view = None   # a pure view between the product and its GELU (``_gelu_after_view``)
     for r in after:
+        if _pure_view(r):
+            view = r
+            continue
+        if r.op == "gelu" and view is not None:
+            # the product's bytes hold the GELU's values; the view, a step of its own, reads them,
+            # and the GELU's value is the view's. Its bound is the product's through the GELU, made
+            # here; the view's is the product's bound, which |gelu(x)| <= |x| keeps an upper bound.
+            post.append(_gelu(r))
+            p.bound_steps.append(("act", r.out, (prev,), ("gelu", 0.0, 0.0)))
+            p.alias[r.out], p.md[r.out] = view.out, desc(r.shape, r.dtype)
+            return post, args, out
         if r.op == "gelu":
             post.append(_gelu(r))
             p.bound_steps.append(("act", r.out, (prev,), ("gelu", 0.0, 0.0)))
