@@ -101,7 +101,7 @@ def _warm_program_loops(entry: dict) -> None:
     began = time.perf_counter()
     if _native.available():   # else (numba missing) programs run from Python: nothing to compile
         _lane_worker.available()   # where the C library has POSIX semaphores
-        _scans.warm()
+        _scans.compiled()   # compiled now, or loaded from numba's disk cache
     entry["seconds"] += time.perf_counter() - began
 
 

@@ -107,8 +107,3 @@ def rows_in_doubt(mean, var) -> bool:
 def rows_in_doubt_numpy(mean, var) -> bool:
     return bool(may_be_constant(mean, var).any())
 
-
-def warm() -> bool:
-    """Compile (or load from numba's disk cache) every scan for the types the guards give it
-    (``compiled`` does); False where they cannot compile."""
-    return compiled() is not None
