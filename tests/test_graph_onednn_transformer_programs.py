@@ -121,10 +121,20 @@ def test_a_gelu_after_a_linear_is_its_post_op():
     assert isinstance(program, segment.Program)
 
 
-def gpt2_like_mlp(x, mask, approximate="tanh", also_read=False):
-    """GPT-2's MLP: the first linear on rows, its result reshaped before the GELU."""
+def _whole_program(g):
+    """The oneDNN program of ``g``'s first plan (its first segment), as built for the whole batch."""
+    return [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0] \
+        .program.whole
+
+
+def gpt2_like_mlp(x, mask, approximate="tanh", also_read=False, returned=None):
+    """GPT-2's MLP: the first linear on rows, its result reshaped before the GELU; ``returned``
+    ("view" or "gelu"): that value is an output too."""
     h = polyeng.reshape(polyeng.linear(polyeng.reshape(x, (-1, D)), W1, B1), (-1, S, 64))
-    y = polyeng.linear(polyeng.reshape(polyeng.gelu(h, approximate=approximate), (-1, 64)), W2, B2)
+    a = polyeng.gelu(h, approximate=approximate)
+    y = polyeng.linear(polyeng.reshape(a, (-1, 64)), W2, B2)
+    if returned:
+        return y, {"view": h, "gelu": a}[returned]
     return (y, polyeng.mul(h, SCALE)) if also_read else y
 
 
@@ -135,12 +145,23 @@ def test_a_gelu_after_a_reshape_of_a_linear_is_its_post_op(approximate):
     assert taken
     close(got, want)
     steps = g._compiled().steps
-    program = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0] \
-        .program.whole
+    program = _whole_program(g)
     gelu = next(s for s in steps if s.node.op == "gelu")
     view = steps[[s.node.op for s in steps].index("gelu") - 1]
     assert program.alias[gelu.single] == view.single   # the GELU's value is the view's bytes
     assert len(program.calls) == 2   # the two linears, the GELU the first one's post-op
+
+
+@pytest.mark.parametrize("returned, calls", [("gelu", 2), ("view", 3)])
+def test_a_gelu_after_a_reshape_may_be_an_output_the_reshape_may_not(returned, calls):
+    """The GELU's value is the view's bytes, so it may be returned; a returned view must keep the
+    linear's own values: then the GELU is a primitive of its own."""
+    fn = lambda x, mask: gpt2_like_mlp(x, mask, returned=returned)   # noqa: E731
+    got, taken, want, g = _runs(fn, X, _mask())
+    assert taken
+    close(got, want)
+    program = _whole_program(g)
+    assert len(program.calls) == calls
 
 
 def test_a_reshaped_linear_read_by_another_node_keeps_its_gelu_a_step():
@@ -148,9 +169,8 @@ def test_a_reshaped_linear_read_by_another_node_keeps_its_gelu_a_step():
     got, taken, want, g = _runs(fn, X, _mask())
     assert taken
     close(got, want)
-    program = [e for e in g._compiled().plans[next(iter(g._compiled().plans))] if hasattr(e, "program")][0] \
-        .program.whole
-    assert len(program.calls) >= 3   # the GELU has a primitive of its own
+    program = _whole_program(g)
+    assert len(program.calls) == 4   # the linears, the GELU's own primitive and the mul
 
 
 def test_the_batch_first_encoder_runs_in_lanes_and_the_moved_batch_in_one(monkeypatch):

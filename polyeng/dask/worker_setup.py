@@ -8,11 +8,13 @@ the interrupt again, once per task or peer. Once the interrupt has arrived, a wo
 below CRITICAL.
 
 A heartbeat that fails to reach the scheduler ("Failed to communicate with scheduler during
-heartbeat", with its traceback) is dropped always, interrupt or not: a local cluster's scheduler
-runs in the process that started the workers, so its connection closes only when that process
-closes the cluster (a heartbeat already on its way when the scheduler closes meets a closed
-stream) or ends, and that process reports its own failure. This preload serves only local
-clusters."""
+heartbeat", with its traceback) is dropped always, interrupt or not. A local cluster's scheduler
+runs in the process that started the workers: a heartbeat already on its way when that process
+closes the cluster meets a closed stream, and the worker logged it after a run that succeeded.
+Dropped too are the failures of a scheduler that does not answer (its process busy or stopped)
+or is gone (its process ended): the worker's message would not say more than the process itself
+shows, and distributed still closes a worker whose scheduler stays away. This preload serves
+only local clusters."""
 import logging
 import signal
 import threading

@@ -301,8 +301,8 @@ def _pure_view(step) -> bool:
 
 
 def _gelu_after_view(p, view) -> bool:
-    """Whether ``view`` is a pure view that a GELU alone reads (neither of them an output of the
-    program): GPT-2's MLP reshapes its first linear's result before the GELU. The GELU then
+    """Whether ``view`` is a pure view, not an output of the program, that a GELU alone reads
+    (the GELU's value may be an output: it is the view's bytes): GPT-2's MLP reshapes its first linear's result before the GELU. The GELU then
     commutes with the view and becomes the product's post-op (``_post_ops``)."""
     if not _pure_view(view) or view.out in p.outputs:
         return False
@@ -310,7 +310,7 @@ def _gelu_after_view(p, view) -> bool:
     if len(readers) != 1:
         return False
     g = readers[0]
-    return g.op == "gelu" and g.dtype == view.dtype and g.shape == view.shape and g.out not in p.outputs \
+    return g.op == "gelu" and g.dtype == view.dtype and g.shape == view.shape \
         and g.attrs.get("approximate", "none") in GELU
 
 
