@@ -302,8 +302,9 @@ def _pure_view(step) -> bool:
 
 def _gelu_after_view(p, view) -> bool:
     """Whether ``view`` is a pure view, not an output of the program, that a GELU alone reads
-    (the GELU's value may be an output: it is the view's bytes): GPT-2's MLP reshapes its first linear's result before the GELU. The GELU then
-    commutes with the view and becomes the product's post-op (``_post_ops``)."""
+    (the GELU's value may be an output: it is the view's bytes). GPT-2's MLP reshapes its first
+    linear's result before the GELU; the GELU commutes with the view and becomes the product's
+    post-op (``_post_ops``)."""
     if not _pure_view(view) or view.out in p.outputs:
         return False
     readers = p.readers.get(view.out, [])
