@@ -77,3 +77,36 @@ def test_rows_in_doubt_match_may_be_constant():
         assert _scans.rows_in_doubt(mean, var) == bool(may_be_constant(mean, var).any()) \
             == _scans.rows_in_doubt_numpy(mean, var)
     assert not _scans.rows_in_doubt(np.zeros(0, np.float32), np.zeros(0, np.float32))
+
+
+def _masks():
+    """Masks of finite values and -inf: causal ones, rows masked whole, no -inf, only -inf."""
+    for rows, row in ((1, 1), (3, 7), (128, 128), (5, 33)):
+        values = RNG.standard_normal((rows, row)).astype(np.float32) * np.float32(100)
+        causal = np.where(np.tril(np.ones((rows, row), bool)), values, np.float32(-np.inf))
+        yield causal
+        scattered = values.copy()
+        scattered[RNG.random((rows, row)) < 0.4] = -np.inf
+        scattered[:, 0] = values[:, 0]
+        yield scattered
+        whole = scattered.copy()
+        whole[rows // 2] = -np.inf
+        yield whole
+        yield values
+        yield np.full((rows, row), -np.inf, np.float32)
+        yield np.where(values > 0, np.float32(-0.0), np.float32(-np.inf))   # only -0.0 and -inf
+
+
+@pytest.mark.parametrize("mask", list(_masks()), ids=lambda a: f"{a.shape[0]}x{a.shape[1]}")
+def test_masked_rows_match_numpy(mask):
+    from polyeng.backends.onednn.segment import _mask_range
+    flat = mask.reshape(-1)
+    lo, whole = _scans.masked_rows(flat, mask.shape[-1])
+    want_lo, want_whole = _scans.masked_rows_numpy(flat, mask.shape[-1])
+    assert whole == want_whole
+    assert lo == want_lo   # -0.0 and 0.0 alike: the bound walk reads magnitudes
+    assert _mask_range(mask, True) == _mask_range(mask, False)
+    four = np.broadcast_to(mask, (2, 1) + mask.shape).copy()   # a (batch, 1, rows, row) mask
+    assert _mask_range(four, True) == _mask_range(four, False)
+    four.flags.writeable = False   # a host program's kept mask: numpy's form
+    assert _mask_range(four, True) == _mask_range(four, False)

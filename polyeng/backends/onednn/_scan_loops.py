@@ -7,6 +7,7 @@ import numpy as np
 from ..numba._runtime import jit
 
 ABS, INF = 0x7FFFFFFF, 0x7F800000
+NEG_INF = -0x800000   # the int32 bits of -inf (0xFF800000)
 
 
 @jit
@@ -42,6 +43,31 @@ def extreme_keys(keys):
     # the flip undone (it is its own inverse)
     return (as_float(hi ^ ((hi >> np.int32(31)) & np.int32(ABS))),
             as_float(lo ^ ((lo >> np.int32(31)) & np.int32(ABS))), m > np.int32(INF))
+
+
+@jit
+def masked_rows(keys, row):
+    """(the smallest value that is not -inf, or 0.0 if none; whether a row of ``row`` values is
+    -inf only) of finite or -inf f32 values given as their int32 bits, rows of ``row`` one after
+    another. Per row two loops of one integer reduction each, which LLVM vectorises (one loop of
+    both did not: 3x the time)."""
+    lo = np.int32(2147483647)
+    whole = 0
+    minus = np.int32(NEG_INF ^ ABS)   # -inf's key once the bits are made monotone: the lowest of all
+    for start in range(0, keys.size, row):
+        part = keys[start:start + row]
+        count = np.int32(0)
+        for i in range(row):
+            count += np.int32(part[i] == np.int32(NEG_INF))
+        for i in range(row):
+            k = part[i]
+            s = k ^ ((k >> np.int32(31)) & np.int32(ABS))
+            s = np.int32(2147483647) if s == minus else s
+            lo = s if s < lo else lo
+        whole += count == row
+    if lo == np.int32(2147483647):
+        return 0.0, whole > 0
+    return as_float(lo ^ ((lo >> np.int32(31)) & np.int32(ABS))), whole > 0
 
 
 @jit

@@ -734,11 +734,16 @@ def _mask_range(a, compiled=False):
         hi, lo = float(np.max(wide)), float(np.min(wide))
     if not hi < LIMIT:   # NaN, +inf, or the largest numbers
         return None
-    if lo == -math.inf:   # masked places: fine, unless a whole row is
-        masked = np.isneginf(wide)
-        if masked.all(axis=-1).any():
+    if lo == -math.inf:   # masked places: fine, unless a whole row is; a masked place counts as 0
+        if compiled:
+            rest, whole = _scans.masked_rows(np.ascontiguousarray(wide).reshape(-1), wide.shape[-1])
+        else:
+            masked = np.isneginf(wide)
+            whole = bool(masked.all(axis=-1).any())
+            rest = float(np.min(np.where(masked, np.float32(0), wide)))
+        if whole:
             return None
-        lo = float(np.min(np.where(masked, np.float32(0), wide)))
+        lo = min(rest, 0.0)
     return hi, lo
 
 
