@@ -15,8 +15,9 @@ integers where that lets LLVM vectorise the reduction without assuming that no N
 - ``rows_in_doubt``: whether any layer norm row's statistics leave it in doubt (the rule of
   ``normalization.may_be_constant``, in f32 as there);
 - ``masked_rows``: for a mask holding -inf (masked places), its smallest other value and whether
-  a row is masked whole, in one pass (numpy took four, 50 us per call of GPT-2's TorchScript
-  export at batch 1, whose causal mask holds -inf).
+  a row is masked whole, in one compiled scan of two loops per row (numpy took four passes over
+  the whole mask, 50 us per call of GPT-2's TorchScript export at batch 1, whose causal mask
+  holds -inf).
 
 Each function has numpy's form too (``*_numpy``), which the caller uses where numba is not loaded
 and the tests compare with; read-only values take it too (numba compiles a version of its own for

@@ -726,21 +726,18 @@ def _mask_range(a, compiled=False):
     if not a.size:
         return 0.0, 0.0
     wide = a if a.dtype == F32 else a.astype(F32)
+    flat = np.ascontiguousarray(wide).reshape(-1)
     if compiled:
-        hi, lo, nan = _scans.extremes(np.ascontiguousarray(wide).reshape(-1))
+        hi, lo, nan = _scans.extremes(flat)
         if nan:
             return None
     else:
-        hi, lo = float(np.max(wide)), float(np.min(wide))
+        hi, lo = float(np.max(flat)), float(np.min(flat))
     if not hi < LIMIT:   # NaN, +inf, or the largest numbers
         return None
     if lo == -math.inf:   # masked places: fine, unless a whole row is; a masked place counts as 0
-        if compiled:
-            rest, whole = _scans.masked_rows(np.ascontiguousarray(wide).reshape(-1), wide.shape[-1])
-        else:
-            masked = np.isneginf(wide)
-            whole = bool(masked.all(axis=-1).any())
-            rest = float(np.min(np.where(masked, np.float32(0), wide)))
+        scan = _scans.masked_rows if compiled else _scans.masked_rows_numpy
+        rest, whole = scan(flat, wide.shape[-1])
         if whole:
             return None
         lo = min(rest, 0.0)

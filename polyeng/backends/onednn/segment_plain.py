@@ -16,8 +16,8 @@ its strides where oneDNN has fast code for that (else it is reordered first).
 Post-ops: the nodes that alone read a product's result in turn become its post-ops (``chain``):
 a GELU after a linear (also through a reshape or a view of the same bytes that the GELU alone
 reads: the GELU's value is then the view's bytes), a mul by a scalar (oneDNN's linear eltwise
-alpha * v + -0, which keeps -0), a div by a scalar constant of no zero, an add of a value made before the product (a
-residual), and the mask add of a fused_softmax reading it. Each rounds as the node does (f32
+alpha * v + -0, which keeps -0), a div by a scalar constant of no zero, an add of a value made
+before the product (a residual), and the mask add of a fused_softmax reading it. Each rounds as the node does (f32
 only).
 
 The bound of each value (see ``segment.py``): a linear's as a convolution's (input bound x the
@@ -330,17 +330,15 @@ def _post_ops(p, s, after, rows):
         if _pure_view(r):
             view = r
             continue
-        if r.op == "gelu" and view is not None:
-            # the product's bytes hold the GELU's values; the view, a step of its own, reads them,
-            # and the GELU's value is the view's. Its bound is the product's through the GELU, made
-            # here; the view's is the product's bound, which |gelu(x)| <= |x| keeps an upper bound.
-            post.append(_gelu(r))
-            p.bound_steps.append(("act", r.out, (prev,), ("gelu", 0.0, 0.0)))
-            p.alias[r.out], p.md[r.out] = view.out, desc(r.shape, r.dtype)
-            return post, args, out
         if r.op == "gelu":
             post.append(_gelu(r))
             p.bound_steps.append(("act", r.out, (prev,), ("gelu", 0.0, 0.0)))
+            if view is not None:
+                # the product's bytes hold the GELU's values; the view, a step of its own, reads
+                # them, and the GELU's value is the view's. The view's bound is the product's,
+                # which |gelu(x)| <= |x| keeps an upper bound.
+                p.alias[r.out], p.md[r.out] = view.out, desc(r.shape, r.dtype)
+                return post, args, out
         elif r.op == "mul":
             name = r.reads["b"] if r.reads.get("a") == prev else r.reads["a"]
             alpha = float(np.asarray(p.constants[name]).reshape(-1)[0])
