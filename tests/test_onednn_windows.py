@@ -53,3 +53,40 @@ def test_max_pool_lowest_and_nan_windows():
         want = run("basic", polyeng.max_pool2d, y, (1, 2))
         got = run("onednn", polyeng.max_pool2d, y, (1, 2))
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("op, dtype", [("upsample_bilinear2d", np.float32), ("upsample_bilinear2d", dt.bfloat16),
+                                       ("upsample_nearest", np.float32), ("upsample_nearest", np.float64)],
+                         ids=lambda v: v if isinstance(v, str) else np.dtype(v).name)
+def test_upsample_runs_in_pieces_of_whole_planes_with_the_same_bits(monkeypatch, op, dtype):
+    """A call larger than ``MAX_RUN`` output items runs as several runs of whole planes (oneDNN
+    3.2 faults on large runs), each plane as in one run; the last piece may be smaller."""
+    from polyeng.backends.onednn import upsample
+    x = np.random.default_rng(4).standard_normal((3, 5, 6, 7)).astype(dtype)
+    fn = getattr(polyeng, op)
+    whole = run("onednn", fn, x, scale_factor=2.0)
+    monkeypatch.setattr(upsample, "MAX_RUN", 4 * 12 * 14 * (2 if np.dtype(dtype).itemsize == 8 else 1))
+    assert len(upsample._pieces((3, 5, 12, 14) + ((2,) if np.dtype(dtype).itemsize == 8 else ()))) == 4
+    pieces = run("onednn", fn, x, scale_factor=2.0)
+    np.testing.assert_array_equal(pieces.view(np.uint8), whole.view(np.uint8))
+    if op == "upsample_nearest":   # copies: BASIC's bits too
+        np.testing.assert_array_equal(pieces.view(np.uint8), run("basic", fn, x, scale_factor=2.0).view(np.uint8))
+
+
+def test_a_plane_larger_than_a_run_is_turned_down(monkeypatch):
+    from polyeng.backends.onednn import upsample
+    monkeypatch.setattr(upsample, "MAX_RUN", 100)
+    x = np.ones((1, 2, 8, 8), np.float32)
+    with pytest.raises(polyeng.EngineError, match="one plane of this call makes 256 oneDNN items"):
+        run("onednn", polyeng.upsample_bilinear2d, x, scale_factor=2.0)
+
+
+def test_a_large_f32_upsample_on_one_thread_runs():
+    """8x64x56x56 to 112x112 on one thread: one run of it faulted in oneDNN 3.2."""
+    x = np.random.default_rng(5).standard_normal((8, 64, 56, 56)).astype(np.float32)
+    with polyeng.num_threads(1):
+        got = run("onednn", polyeng.upsample_bilinear2d, x, scale_factor=2.0)
+        near = run("onednn", polyeng.upsample_nearest, x[:, :32], scale_factor=2.0)
+    want = run("basic", polyeng.upsample_bilinear2d, x, scale_factor=2.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(near, np.repeat(np.repeat(x[:, :32], 2, axis=2), 2, axis=3))

@@ -15,9 +15,16 @@ linear interpolates between its neighbours with half-pixel centres (PyTorch's
 Nearest copies values, so it runs any 1-, 2- or 4-byte type as a same-sized one oneDNN has
 (bool and uint8 as u8, int32 as s32); 16-bit floats and 64-bit types are turned down (f16 and
 bf16 may be computed through f32, which would quiet NaN payloads).
+
+oneDNN 3.2's resampling faults on runs whose output is large for the threads it runs on: on
+this CPU, linear f32 from about 3.3M values per thread (1x270x112x112 on one thread, 10x64x112x112
+on two), nearest f32 between 3.2M and 6.4M per thread. A call is run in pieces of whole planes
+(``MAX_RUN`` output items each, at most), each a run of its own; a call one of whose planes is
+larger is turned down.
 """
 from __future__ import annotations
 
+import math
 
 import numpy as np
 
@@ -33,6 +40,7 @@ from ._threads import threads_for
 NEAREST_AS = {1: (np.dtype(np.uint8), 1), 2: (np.dtype(np.uint8), 2), 4: (np.dtype(np.float32), 1),
               8: (np.dtype(np.float32), 2)}
 LINEAR_TYPES = (dt.float32, dt.bfloat16, dt.float16)
+MAX_RUN = 1 << 21   # oneDNN output items per run: below every size that faulted (see the module)
 
 
 def _onednn_nearest(in_size: int, out_size: int) -> np.ndarray:
@@ -94,9 +102,14 @@ def _rule(reason_of):
         reason = reason_of(call)
         if reason or 0 in call.prepared.shape:
             return reason
+        dtype, parts = _storage(call.op, call.args["x"].dtype)
+        src, dst = _shapes(call.args["x"].shape, call.prepared.shape, parts)
+        pieces = _pieces(dst)
+        if pieces is not None and pieces[0][1] == 0:
+            return (f"one plane of this call makes {math.prod(dst[2:])} oneDNN items, and oneDNN 3.2's "
+                    f"resampling faults on runs of a few million (at most {MAX_RUN} are run at once)")
         try:
-            dtype, parts = _storage(call.op, call.args["x"].dtype)
-            _plan(call.op, *_shapes(call.args["x"].shape, call.prepared.shape, parts), dtype)
+            _plan(call.op, *((src, dst) if pieces is None else _piece_shapes(src, dst, pieces[0][1])), dtype)
         except Exception as exc:
             return f"oneDNN has no {call.op} for this call: {exc}"
         return None
@@ -125,16 +138,46 @@ def _plan(op, src, dst, dtype):
     return cached(key, build)
 
 
+def _pieces(dst_shape):
+    """[(first plane, planes)] of the runs of a call whose output is ``dst_shape`` (oneDNN's, batch
+    and channels first: N * C planes), each of at most ``MAX_RUN`` items; planes 0 where one plane
+    is larger; None where the call is one run."""
+    planes, plane = math.prod(dst_shape[:2]), math.prod(dst_shape[2:])
+    if planes * plane <= MAX_RUN:
+        return None
+    per = MAX_RUN // plane
+    if per == 0:
+        return [(0, 0)]
+    return [(start, min(per, planes - start)) for start in range(0, planes, per)]
+
+
+def _piece_shapes(src_shape, dst_shape, planes):
+    """The source and output shapes of a run of ``planes`` planes: one image of that many channels."""
+    return (1, planes) + tuple(src_shape[2:]), (1, planes) + tuple(dst_shape[2:])
+
+
 def _resample(op, p, x):
     dtype, parts = _storage(op, x.dtype)
     if 0 in p.shape:
         return np.zeros(p.shape, p.dtype)
     src_shape, dst_shape = _shapes(x.shape, p.shape, parts)
-    prim = _plan(op, src_shape, dst_shape, dtype)
     src = np.ascontiguousarray(x).view(dtype).reshape(src_shape)
     out = np.empty(p.shape, p.dtype)
-    prim.run({C.ARG_SRC: src, C.ARG_DST: out.view(dtype).reshape(dst_shape)},
-             threads_for(out.size * (1 if op == "upsample_nearest" else 4)))
+    dst = out.view(dtype).reshape(dst_shape)
+    work = 1 if op == "upsample_nearest" else 4   # per output item
+    pieces = _pieces(dst_shape)
+    if pieces is None:
+        prim = _plan(op, src_shape, dst_shape, dtype)
+        prim.run({C.ARG_SRC: src, C.ARG_DST: dst}, threads_for(out.size * work))
+        return out
+    src_planes = src.reshape((-1,) + tuple(src_shape[2:]))
+    dst_planes = dst.reshape((-1,) + tuple(dst_shape[2:]))
+    for start, planes in pieces:
+        piece_src, piece_dst = _piece_shapes(src_shape, dst_shape, planes)
+        prim = _plan(op, piece_src, piece_dst, dtype)
+        part = dst_planes[start:start + planes].reshape(piece_dst)
+        prim.run({C.ARG_SRC: src_planes[start:start + planes].reshape(piece_src), C.ARG_DST: part},
+                 threads_for(part.size * work))
     return out
 
 
