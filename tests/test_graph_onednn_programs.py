@@ -445,3 +445,20 @@ def test_upsampling_runs_in_the_program_where_onednn_s_sources_are_pytorch_s(up,
     assert spans == ([(0, len(g._compiled().steps))] if held else [])   # else no run of 3 nodes is left
     assert ran is held
     close([got], [want])
+
+
+def test_an_upsampling_larger_than_a_resampling_run_ends_the_program(monkeypatch):
+    """oneDNN 3.2's resampling faults on large runs (``backends/onednn/upsample.py``): a program
+    holds none larger than ``MAX_RUN`` items; the node runs on its own, in pieces."""
+    from polyeng.backends.onednn import upsample
+    monkeypatch.setattr(upsample, "MAX_RUN", X.shape[0] * 16 * 4 * X.shape[2] * X.shape[3] - 1)
+
+    def fn(x):
+        y = polyeng.relu(polyeng.conv2d(x, W_STEM, B_STEM, padding=1))
+        return polyeng.sigmoid(polyeng.conv2d(polyeng.upsample_bilinear2d(y, scale_factor=2), _W_UP))
+    got, want, ran = _program_vs_nodes(fn, X)
+    g = fuse(trace(fn, X))
+    g(X)
+    g(X)
+    assert g._compiled().segment_spans == []   # the conv and relu before it: no run of 3 nodes is left
+    close([got], [want])

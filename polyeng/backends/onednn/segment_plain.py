@@ -644,14 +644,16 @@ def resample(p, s):
     (``upsample.py``), on the step's arguments."""
     from types import SimpleNamespace
 
-    from .upsample import _linear_reason, _nearest_reason
+    from . import upsample
     x = s.reads["x"]
     nearest = s.op == "upsample_nearest"
     if (nearest and s.dtype != np.float32) or p.dtype[x] != s.dtype or 0 in s.shape:
         raise unsupported(f"{s.op} of this dtype or size")
+    if math.prod(s.shape) > upsample.MAX_RUN:   # one run: oneDNN 3.2 faults on large ones (``upsample.py``)
+        raise unsupported(f"{s.op} of more than {upsample.MAX_RUN} items in one run")
     shape = p.shape[x]
     fake = np.broadcast_to(np.zeros((), s.dtype), shape)   # the rules read its shape and dtype
-    reason = (_nearest_reason if nearest else _linear_reason)(
+    reason = (upsample._nearest_reason if nearest else upsample._linear_reason)(
         SimpleNamespace(op=s.op, args={**s.attrs, "x": fake}, prepared=s.prepared))
     if reason:
         raise unsupported(reason)
