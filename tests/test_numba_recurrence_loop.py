@@ -1,6 +1,8 @@
 """lstm's and gru's compiled time loop on NUMBA (``backends/numba/_recurrence_loop.py``): each step split in parts
-over numba's threads, tasks taken from an atomic counter. It matches BASIC for every layout and
-option, with uneven parts, on one thread and on two, and gives the same bits on both."""
+over numba's threads, tasks taken from an atomic counter, or the layer cut in lanes (a direction and
+a share of the batch rows) that threads take whole. It matches BASIC for every layout and option,
+with uneven parts and shares, by tasks and by lanes, on one thread and on two, and gives the same
+bits on both."""
 import numpy as np
 import pytest
 
@@ -44,6 +46,13 @@ def test_bounds_and_gate_order():
     assert parts(128, 2) == 4 and parts(20, 2) == 1 and parts(4096, 2) == 8
 
 
+def test_lanes_where_each_core_gets_enough_rows_or_a_direction():
+    chunks = _recurrence_loop.chunks_for   # (batch, directions, cores) -> row shares per direction, 0: by tasks
+    assert chunks(8, 1, 2) == 2 and chunks(32, 1, 2) == 2 and chunks(32, 1, 4) == 4 and chunks(12, 1, 4) == 3
+    assert chunks(1, 2, 2) == 1 and chunks(8, 2, 2) == 1 and chunks(8, 2, 4) == 2 and chunks(1, 2, 1) == 1
+    assert chunks(7, 1, 2) == 0 and chunks(1, 1, 2) == 0 and chunks(64, 1, 1) == 0   # one lane: by tasks
+
+
 def _params(rng, input_size, hidden, layers, dirs, dtype, writeable=True, gates=4):
     params = []
     for k in range(layers * dirs):
@@ -60,11 +69,14 @@ def _params(rng, input_size, hidden, layers, dirs, dtype, writeable=True, gates=
 @pytest.fixture
 def forced(monkeypatch):
     """The loop on every call, in ``parts`` parts of few units, run on ``threads`` threads exactly
-    (whatever the machine's load and the thread trials would choose); records each run's kernel."""
+    (whatever the machine's load and the thread trials would choose), by tasks unless
+    ``state["lanes"]`` says into how many row shares each direction is cut; records each run's
+    kernel."""
     if not _numpy_blas_is_openblas():
         pytest.skip("numpy's BLAS is not OpenBLAS: lstm and gru keep their step-by-step paths")
     ran = []
-    state = {"threads": 2}
+    state = {"threads": 2, "lanes": 0}
+    monkeypatch.setattr(_recurrence_loop, "chunks_for", lambda batch, dirs, cores: state["lanes"])
 
     def launch(kernel, busy, *args):
         ran.append(kernel)
@@ -86,11 +98,16 @@ CASES = [  # layers, bidirectional, batch_first, unbatched, with states
 ]
 
 
+@pytest.mark.parametrize("lanes", [0, 1, 3], ids=["tasks", "lanes", "lanes-3"])
 @pytest.mark.parametrize("op", ["lstm", "gru"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES)
-def test_loop_matches_basic_on_one_and_two_threads_with_the_same_bits(forced, dtype, case, op):
+def test_loop_matches_basic_on_one_and_two_threads_with_the_same_bits(forced, dtype, case, op, lanes):
+    """By tasks, by lanes of whole directions (one share each), and by 3 uneven shares of the rows
+    (1, 2 and 2 of 5; one batch row unbatched, so two lanes hold none)."""
     ran, state = forced
+    state["lanes"] = lanes
+    kernel = _recurrence_loop._by_lanes if lanes else _recurrence_loop._parallel
     layers, bidirectional, batch_first, unbatched, with_state = case
     rng = np.random.default_rng(3)
     seq, batch, input_size, hidden = 9, 5, 7, 14   # 3 uneven parts of 4-5 units
@@ -113,7 +130,7 @@ def test_loop_matches_basic_on_one_and_two_threads_with_the_same_bits(forced, dt
         before = len(ran)
         with polyeng.compute_eng("numba", fallback=False):
             results.append(run(x, params, **kwargs))
-        assert ran[before:] == [_recurrence_loop._parallel] * layers
+        assert ran[before:] == [kernel] * layers
         assert_close_tree(expected, results[-1], **TOL[np.dtype(dtype)])
     for one, two in zip(np.asarray(results[0][0]).ravel(), np.asarray(results[1][0]).ravel()):
         assert one == two
@@ -133,15 +150,18 @@ def test_gru_without_reset_after_keeps_the_step_by_step_path(forced):
     assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
 
 
-def test_one_thread_running_every_worker_in_turn_takes_every_task(forced):
+@pytest.mark.parametrize("lanes", [0, 2], ids=["tasks", "lanes"])
+def test_one_thread_running_every_worker_in_turn_takes_every_task(forced, lanes):
     """The loop's serial compile (numba's workqueue layer at one thread) runs its workers one after
-    another: the first takes every task, in order, and waits on none."""
+    another: the first takes every task (or lane), in order, and waits on none."""
     ran, state = forced
+    state["lanes"] = lanes
+    kernel = _recurrence_loop._by_lanes if lanes else _recurrence_loop._parallel
     rng = np.random.default_rng(4)
     params = _params(rng, 6, 12, 1, 2, np.float32)
     x = rng.standard_normal((8, 3, 6)).astype(np.float32)
     expected = _basic("lstm", x, params, bidirectional=True)
-    serial = _runtime.serial(_recurrence_loop._parallel)
+    serial = _runtime.serial(kernel)
 
     def launch(kernel, busy, *args):
         ran.append(kernel)
@@ -149,7 +169,30 @@ def test_one_thread_running_every_worker_in_turn_takes_every_task(forced):
     _recurrence_loop.launch = launch   # restored by the fixture's monkeypatch
     with polyeng.compute_eng("numba", fallback=False):
         actual = polyeng.lstm(x, params, bidirectional=True)
-    assert ran == [_recurrence_loop._parallel]
+    assert ran == [kernel]
+    assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
+
+
+def test_one_lane_worker_alone_takes_every_lane(forced):
+    """A thread that starts late, or never, holds nothing up: the first lane worker takes every
+    lane, and the counter ends one past the last."""
+    ran, state = forced
+    state["lanes"] = 2
+    rng = np.random.default_rng(6)
+    params = _params(rng, 5, 12, 1, 2, np.float32)
+    x = rng.standard_normal((6, 5, 5)).astype(np.float32)
+    expected = _basic("lstm", x, params, bidirectional=True)
+    seen = {}
+
+    def launch(kernel, busy, workers, counter, lanes, *args):
+        ran.append(kernel)
+        _recurrence_loop._lane_worker(counter, lanes, *args)
+        seen["lanes"], seen["taken"] = lanes, int(counter[0])
+    _recurrence_loop.launch = launch   # restored by the fixture's monkeypatch
+    with polyeng.compute_eng("numba", fallback=False):
+        actual = polyeng.lstm(x, params, bidirectional=True)
+    assert ran == [_recurrence_loop._by_lanes]
+    assert seen == {"lanes": 4, "taken": 5}   # 2 directions x 2 shares of the rows
     assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
 
 

@@ -168,7 +168,8 @@ def erf_f32(x):
 
 
 # Cheaper sigmoid and tanh for the activation ops, where a loop over a large array is the whole
-# kernel (the functions above, within 1.4 ulp, serve the fused kernels: gelu, lstm). Both
+# kernel, and for lstm's and gru's cell updates (the functions above, within 1.4 ulp, serve the
+# other fused kernels: gelu, gru's step-by-step path). Both
 # reduce to e**t for t <= 0, so exp needs no overflow clamp, no NaN select and one scale:
 # n comes from the round-to-nearest of adding 1.5 * 2**23 (the low mantissa bits of the sum
 # hold n; no float -> int conversion), and NaN passes through the lower clamp (the compare

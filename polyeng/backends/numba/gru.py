@@ -2,10 +2,10 @@
 
 With ``reset_after=True`` in f32 and f64, where numpy's BLAS is OpenBLAS, a layer is instead one
 compiled call, as lstm's (``_recurrence_loop.py``): each step split in parts of hidden units over
-numba's threads, a part's ``x_t @ w_ih.T`` and ``h @ w_hh.T`` for its r, z and n gates kept apart
-(r scales the second's n part). ``reset_after=False`` (r scales h before its product with
-``w_hn``, a second product inside the step) and 16-bit recurrent weights at small batches keep
-the step-by-step path described below.
+numba's threads (or the layer in lanes of batch rows and directions), a part's ``x_t @ w_ih.T``
+and ``h @ w_hh.T`` for its r, z and n gates kept apart (r scales the second's n part).
+``reset_after=False`` (r scales h before its product with ``w_hn``, a second product inside the
+step) and 16-bit recurrent weights at small batches keep the step-by-step path described below.
 
 As lstm (``lstm.py``, whose layer loop, projection and 16-bit handling are ``_recurrent``'s):
 per layer, one BLAS call projects every time step's input for both directions at once; per

@@ -1,8 +1,9 @@
 """lstm on NUMBA: numpy's BLAS does the matrix products, one JIT kernel per time step does the rest.
 
 In f32 and f64, where numpy's BLAS is OpenBLAS, a layer is instead one compiled call that runs
-its time loop with the products called from compiled code and each step split over numba's
-threads (``_recurrence_loop.py``). What follows describes the step-by-step path that
+its time loop with the products called from compiled code, each step split over numba's threads,
+or each thread running whole lanes (a direction and a share of the batch rows) of the layer
+(``_recurrence_loop.py``). What follows describes the step-by-step path that
 16-bit recurrent weights at small batches, and other BLAS libraries, keep.
 
 Per layer, one BLAS call projects every time step's input for both directions at once
