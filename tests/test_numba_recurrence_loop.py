@@ -259,3 +259,25 @@ def test_a_task_run_twice_is_written_once(forced):
                            seq_len, ts, bs, *scratch)
     for old, new in zip(before, (counters, h, c, y)):
         np.testing.assert_array_equal(old, new)
+
+
+@pytest.mark.parametrize("op", ["lstm", "gru"])
+def test_the_example_and_warmup_calls_compile_the_loop_by_tasks_and_by_lanes(monkeypatch, op):
+    """``polyeng warmup`` runs each op's example and warmup calls: between them they launch both
+    forms of the loop, so that neither compiles on a user's first call."""
+    if not _numpy_blas_is_openblas():
+        pytest.skip("numpy's BLAS is not OpenBLAS: lstm and gru keep their step-by-step paths")
+    from polyeng.examples import example_calls, warmup_variants
+    ran = []
+    launch = _recurrence_loop.launch
+
+    def recording(kernel, *args):
+        ran.append(kernel)
+        return launch(kernel, *args)
+    monkeypatch.setattr(_recurrence_loop, "launch", recording)
+    calls = [example_calls(np.random.default_rng(0))[op]]
+    calls += [(args, kwargs) for name, args, kwargs in warmup_variants(np.random.default_rng(0)) if name == op]
+    with polyeng.compute_eng("numba", fallback=False):
+        for args, kwargs in calls:
+            getattr(polyeng, op)(*args, **kwargs)
+    assert set(ran) == {_recurrence_loop._parallel, _recurrence_loop._by_lanes}

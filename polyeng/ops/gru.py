@@ -63,8 +63,10 @@ def _example(t, rng):
 
 
 def _warmup(t, rng):
+    """``reset_after=False`` (NUMBA's step-by-step path), and one direction of one batch row (its
+    loop by tasks; the example, two directions, runs by lanes)."""
     (x, params), kwargs = _example(t, rng)
-    return [((x, params), dict(kwargs, reset_after=False))]
+    return [((x, params), dict(kwargs, reset_after=False)), ((x[:, :1], params[:1]), {})]
 
 
 def _zero_size(z):
