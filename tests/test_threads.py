@@ -20,7 +20,7 @@ from support import numba_threads
 NUMBA = any(e.name == "numba" and e.available for e in polyeng.engines())
 needs_numba = pytest.mark.skipif(not NUMBA, reason="numba is unavailable")
 SCRUBBED = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS",
-            "NUMBA_THREADING_LAYER", "NUMBA_THREADING_LAYER_PRIORITY", "POLYENG_NUM_THREADS")
+            "NUMBA_THREADING_LAYER", "POLYENG_NUM_THREADS")
 
 
 def child(code: str, **env) -> subprocess.CompletedProcess:
@@ -186,29 +186,6 @@ def test_numba_s_pool_starts_without_spinning_workers_unless_the_user_chose(prel
         assert pool["wait"] == wait
     assert left == env.get("OMP_WAIT_POLICY")   # the environment as the user left it
     assert pool["set_by_user"] == (", ".join(sorted(env)) or "nothing")
-
-
-TBB_FIRST = """
-    import json, numba, openvino   # openvino's wheel brings a TBB library: numba's tbb layer imports
-    from polyeng.backends.numba import _runtime
-    pool = _runtime.start_pool()
-    print(json.dumps([pool["layer"], numba.config.THREADING_LAYER_PRIORITY]))
-"""
-
-
-@needs_numba
-@pytest.mark.parametrize("env, layer", [({}, "omp"), ({"NUMBA_THREADING_LAYER_PRIORITY": "tbb omp workqueue"}, "tbb")])
-def test_numba_s_pool_takes_openmp_before_tbb_unless_the_user_chose(env, layer):
-    """numba tries tbb first: its workers spin after each kernel, on the cores oneDNN's OpenMP
-    threads need next. polyeng puts OpenMP first; a user's priority wins (and shows that tbb was
-    there to take)."""
-    pytest.importorskip("openvino")
-    import json
-    out = child(TBB_FIRST, **env)
-    assert out.returncode == 0, out.stderr
-    chosen, priority = json.loads(out.stdout.strip().splitlines()[-1])
-    assert chosen == layer
-    assert priority == (["omp", "tbb", "workqueue"] if not env else ["tbb", "omp", "workqueue"])
 
 
 def test_info_shows_the_policy():

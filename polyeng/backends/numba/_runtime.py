@@ -165,7 +165,6 @@ def launch(kernel, out_nbytes, *args):
 
 
 _pool: dict = {}
-OMP_FIRST = ("omp", "tbb", "workqueue")   # numba's threading layers, in the order polyeng tries them
 
 
 def start_pool() -> dict:
@@ -177,8 +176,8 @@ def start_pool() -> dict:
         if _pool:
             return _pool
         from numba.np.ufunc import parallel
-        user = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS",
-                                           "NUMBA_THREADING_LAYER_PRIORITY") if k in os.environ}
+        user = {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS")
+                if k in os.environ}
         started_before = bool(getattr(parallel, "_is_initialized", False))
         # libgomp that polyeng's oneDNN engine loaded with OMP_WAIT_POLICY=PASSIVE is of known policy
         preloaded = libgomp_loaded() and not _passive_libgomp_loaded_by_onednn() and not libgomp_known_passive()
@@ -190,12 +189,6 @@ def start_pool() -> dict:
             layer_chosen = "NUMBA_THREADING_LAYER" in user or numba.config.THREADING_LAYER != "default"
             if not layer_chosen and "OMP_WAIT_POLICY" not in user and preloaded:
                 numba.config.THREADING_LAYER = "workqueue"   # a libgomp of unknown policy would spin
-            elif (not layer_chosen and "NUMBA_THREADING_LAYER_PRIORITY" not in user
-                  and list(numba.config.THREADING_LAYER_PRIORITY) == ["tbb", "omp", "workqueue"]):
-                # numba tries tbb first, importable wherever a TBB library is (openvino's wheel
-                # brings one): its workers spin after each kernel on the cores oneDNN's OpenMP
-                # threads need next; OpenMP's passive workers share oneDNN's pool
-                numba.config.THREADING_LAYER_PRIORITY = list(OMP_FIRST)
             set_passive = "OMP_WAIT_POLICY" not in user and not preloaded
             # libgomp reads it once, as it loads, which _launch_threads makes it do
             with variables({"OMP_WAIT_POLICY": "PASSIVE"} if set_passive else {}):
