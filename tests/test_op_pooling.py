@@ -450,6 +450,23 @@ def test_max_pool_nan_rule_and_lowest_windows(engine):
 
 
 @pytest.mark.uses_ops("max_pool2d")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_max_pool_16_bit_nan_inf_and_lowest_windows(engine, dtype):
+    """A NaN wins its window, an all -inf window gives -inf and the lowest finite value stays
+    itself (oneDNN's max skips NaN and starts from the lowest finite value: such inputs go to
+    BASIC's kernel; f16 runs on oneDNN only on CPUs with AVX512-FP16)."""
+    kind = polyeng.bfloat16 if dtype == "bfloat16" else np.float16
+    lowest = -65504.0 if dtype == "float16" else float(np.array(0xFF7F, np.uint16).view(kind))
+    rows = [[1, np.nan, 5, 2], [-np.inf, -np.inf, -np.inf, -np.inf], [lowest, -np.inf, lowest, lowest], [1, 2, 3, 4]]
+    x = np.array(rows, np.float32).astype(kind)[None, None]
+    values = run(engine, polyeng.max_pool2d, x, (1, 4))
+    expected = run("basic", polyeng.max_pool2d, x, (1, 4))
+    np.testing.assert_array_equal(bits(values), bits(expected))
+    got = values.astype(np.float32).ravel()
+    assert np.isnan(got[0]) and got[1] == -np.inf and got[2] == lowest and got[3] == 4
+
+
+@pytest.mark.uses_ops("max_pool2d")
 def test_max_pool_non_contiguous_and_large(engine):
     rng = np.random.default_rng(3)
     x = sample(rng, (4, 6, 40, 66), np.float32)[:, ::2, 3:, ::-1]

@@ -127,19 +127,24 @@ def avg_pool2d(p, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
     return _pool("avg_pool2d", p, x, {"count_include_pad": count_include_pad, "divisor_override": divisor_override})
 
 
+# a 16-bit float's bits: +inf (a larger magnitude is NaN) and the lowest finite value (-max)
+_INF_BITS = {dt.bfloat16: 0x7F80, dt.float16: 0x7C00}
+_LOWEST_BITS = {dt.bfloat16: 0xFF7F, dt.float16: 0xFBFF}
+
+
 def _has_nan(x) -> bool:
-    """Whether f32 or bf16 ``x`` holds a NaN (reductions without temporaries)."""
+    """Whether f32, bf16 or f16 ``x`` holds a NaN (reductions without temporaries)."""
     if x.dtype == dt.float32:
         return bool(np.isnan(np.max(x)))
-    bits = x.view(np.uint16)
-    return int(bits.view(np.int16).max()) > 0x7F80 or int(bits.max()) > 0xFF80
+    bits, inf = x.view(np.uint16), _INF_BITS[x.dtype]
+    return int(bits.view(np.int16).max()) > inf or int(bits.max()) > 0x8000 | inf
 
 
 def _has_lowest(out) -> bool:
     """Whether a max lies at the lowest finite value, where oneDNN's windows start (not -inf)."""
     if out.dtype == dt.float32:
         return float(np.min(out)) <= float(np.finfo(np.float32).min)
-    return int(out.view(np.uint16).max()) >= 0xFF7F
+    return int(out.view(np.uint16).max()) >= _LOWEST_BITS[out.dtype]
 
 
 @limit(_rule(MAX_TYPES))
@@ -147,7 +152,7 @@ def max_pool2d(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_i
     # oneDNN's max skips NaN and starts from the lowest finite value, where PyTorch's takes the
     # last NaN of a window and gives -inf for windows of -inf or with no tap inside: such
     # inputs (rare) are pooled by BASIC's kernel
-    floats = x.dtype in (dt.float32, dt.bfloat16) and x.size > 0
+    floats = x.dtype in (dt.float32, dt.bfloat16, dt.float16) and x.size > 0
     if floats and _has_nan(x):
         return _basic(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     out = _pool("max_pool2d", p, x, {})
