@@ -48,9 +48,11 @@ def test_bounds_and_gate_order():
 
 def test_lanes_where_each_core_gets_enough_rows_or_a_direction():
     chunks = _recurrence_loop.chunks_for   # (batch, directions, cores) -> row shares per direction, 0: by tasks
-    assert chunks(8, 1, 2) == 2 and chunks(32, 1, 2) == 2 and chunks(32, 1, 4) == 4 and chunks(12, 1, 4) == 3
+    assert chunks(8, 1, 2) == 2 and chunks(32, 1, 2) == 2 and chunks(32, 1, 4) == 4 and chunks(64, 1, 16) == 16
     assert chunks(1, 2, 2) == 1 and chunks(8, 2, 2) == 1 and chunks(8, 2, 4) == 2 and chunks(1, 2, 1) == 1
     assert chunks(7, 1, 2) == 0 and chunks(1, 1, 2) == 0 and chunks(64, 1, 1) == 0   # one lane: by tasks
+    # fewer lanes than cores: by tasks, which share each step among every core
+    assert chunks(12, 1, 4) == 0 and chunks(8, 1, 16) == 0 and chunks(1, 2, 4) == 0 and chunks(20, 2, 16) == 0
 
 
 def _params(rng, input_size, hidden, layers, dirs, dtype, writeable=True, gates=4):
@@ -148,6 +150,33 @@ def test_gru_without_reset_after_keeps_the_step_by_step_path(forced):
         actual = polyeng.gru(x, params, reset_after=False)
     assert ran == []
     assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
+
+
+@pytest.mark.parametrize("op", ["lstm", "gru"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_tasks_and_lanes_give_the_same_bits(forced, dtype, case, op):
+    """Both forms run the same compiled part, whatever rows a lane holds."""
+    ran, state = forced
+    layers, bidirectional, batch_first, unbatched, with_state = case
+    rng = np.random.default_rng(11)
+    seq, batch, input_size, hidden = 6, 5, 7, 14
+    dirs = 2 if bidirectional else 1
+    params = _params(rng, input_size, hidden, layers, dirs, dtype, gates=4 if op == "lstm" else 3)
+    x_shape = (seq, input_size) if unbatched else (batch, seq, input_size) if batch_first else (seq, batch, input_size)
+    x = rng.standard_normal(x_shape).astype(dtype)
+    kwargs = {"batch_first": batch_first, "bidirectional": bidirectional}
+    if with_state:
+        kwargs["h0"] = rng.standard_normal((layers * dirs,) + ((hidden,) if unbatched else (batch, hidden)))
+        kwargs["h0"] = kwargs["h0"].astype(dtype)
+    results = {}
+    for lanes in (0, 1, 3):
+        state["lanes"] = lanes
+        with polyeng.compute_eng("numba", fallback=False):
+            results[lanes] = getattr(polyeng, op)(x, params, **kwargs)
+    assert ran == [_recurrence_loop._parallel] * layers + [_recurrence_loop._by_lanes] * (2 * layers)
+    for lanes in (1, 3):
+        assert_close_tree(results[0], results[lanes], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("lanes", [0, 2], ids=["tasks", "lanes"])

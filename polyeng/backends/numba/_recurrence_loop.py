@@ -5,7 +5,8 @@ a part's ``x_t @ w_ih.T`` and ``h @ w_hh.T`` apart, since r scales only the seco
 
 Run from Python, a layer's step is a BLAS call and a JIT kernel: at 64 steps of batch 8 and 128
 hidden units, the layer took 1.43 ms, the steps' products (8x128 by 128x512) on one core. Here a
-layer is one call of ``_parallel`` (0.76-0.80 ms on two threads, 1.35 ms on one):
+layer is one compiled call, by tasks (``_parallel``; 0.76-0.80 ms on two threads, 1.35 ms on one)
+or by lanes (``_by_lanes``, below):
 
 - A step is cut in ``parts`` per direction, each a range of hidden units: its product
   ``x_t @ w_ih.T + h @ w_hh.T`` restricted to the four gates of those units (two ``cblas_?gemm``
@@ -32,26 +33,29 @@ layer is one call of ``_parallel`` (0.76-0.80 ms on two threads, 1.35 ms on one)
   stays on the calling thread while the loop runs (``_blas_threads.one_thread``).
 
 **By lanes.** The rows of a batch do not depend on each other, nor do the two directions. Where
-a batch has ``LANE_ROWS`` rows or more per core, or the layer has two directions (``chunks_for``),
-the layer is cut in *lanes* instead, one direction for one share of the batch rows each, and one
-call of ``_by_lanes`` runs them: numba's threads take lanes from an atomic counter, and a lane runs
-every step of its rows, part after part (the same parts, products and updates as a task above,
-for its rows), with no other thread to wait for. A thread that starts late, or never, holds up
-only the lanes it took. With fewer rows per lane, each lane's products would read all the
-weights at every step, so a unidirectional batch of fewer rows keeps the tasks above. Timed
-against the tasks as they were before (with the 1-ulp activations) in the same process (blocks
-of 200 calls, two threads): 64 steps of 64 inputs
-and 128 hidden units at batch 8 0.81-1.04 ms against 0.93-1.12 ms, bidirectional at batch 1
-0.72 ms against 0.86-0.88 ms; 256 inputs and 256 hidden units at batch 32 12.3 ms against
-23.1 ms (lanes of 16 rows).
+that gives every core a lane of ``LANE_ROWS`` rows or more, or of a whole direction
+(``chunks_for``), the layer is cut in *lanes* instead, one direction for one share of the batch
+rows each, and one call of ``_by_lanes`` runs them: numba's threads take lanes from an atomic
+counter, and a lane runs every step of its rows, part after part (the same parts as a task
+above, for its rows), with no other thread to wait for. A thread that starts late, or never,
+holds up only the lanes it took. With fewer rows per lane, each lane's products would read all
+the weights at every step, so a unidirectional batch of fewer rows keeps the tasks above, as
+does a layer with fewer lanes than cores (tasks share each step among every core). Timed against
+the tasks as they were before (with the 1-ulp activations) in the same process (blocks of 200
+calls, two threads): 64 steps of 64 inputs and 128 hidden units at batch 8 0.81-1.04 ms against
+0.93-1.12 ms, bidirectional at batch 1 0.72 ms against 0.86-0.88 ms; 256 inputs and 256 hidden
+units at batch 32 12.3 ms against 23.1 ms (lanes of 16 rows).
 
 The parts, tasks and lanes depend on the cores, not on the thread count, and each part's arithmetic
-is the same on any thread: results do not depend on how many threads ran. ``_worker`` is compiled
-without reassociation and contraction (``jit(exact=True)``, as ``_lane`` is): with them, LLVM rounded it
-differently inlined into the parallel kernel than called from its serial compile (numba's
-workqueue layer at one thread), by 1 ulp; without them the loop ran as fast.
+is the same on any thread: results do not depend on how many threads ran, nor on tasks against
+lanes. ``_worker`` is compiled without reassociation and contraction (``jit(exact=True)``, as
+``_lane`` is): with them, LLVM rounded it differently inlined into the parallel kernel
+than called from its serial compile (numba's workqueue layer at one thread), by 1 ulp; without
+them the loop ran as fast.
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from numba import prange
@@ -80,14 +84,18 @@ def parts_for(hidden: int, cores: int) -> int:
 
 
 def chunks_for(batch: int, directions: int, cores: int) -> int:
-    """Into how many shares of at least ``LANE_ROWS`` rows each direction's batch is cut for its
-    lanes, enough for a lane per core; 0 where that makes one lane: the layer runs by tasks."""
+    """Into how many shares each direction's batch rows are cut for its lanes: enough for a lane
+    per core, each of at least ``LANE_ROWS`` rows (or the whole batch, one share). 0 where that
+    gives fewer lanes than cores (one lane, or 2 of 16 cores busy): the layer runs by tasks, which
+    share each step among every core."""
     chunks = max(1, min(-(-cores // directions), batch // LANE_ROWS))
-    return chunks if directions * chunks > 1 else 0
+    return chunks if directions * chunks >= max(cores, 2) else 0
 
 
+@functools.lru_cache(maxsize=64)
 def bounds_for(hidden: int, parts: int) -> np.ndarray:
-    """The parts' first hidden units, and ``hidden`` last."""
+    """The parts' first hidden units, and ``hidden`` last (kept: the same array for every call of a
+    layer's shape; the loops only read it)."""
     return np.array([p * hidden // parts for p in range(parts + 1)], np.int64)
 
 
@@ -235,7 +243,7 @@ def _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bi
         widest = max(widest, bounds[p + 1] - bounds[p])
     gates_scratch = np.empty(batch * (width // hidden) * widest, y.dtype)
     x_scratch = np.empty(batch * (width // hidden) * widest if width == 3 * hidden else 0, y.dtype)
-    c_scratch = np.empty(batch * widest, y.dtype)
+    c_scratch = np.empty(batch * widest if width == 4 * hidden else 0, y.dtype)
     y_scratch = np.empty(batch * widest, y.dtype)
     total = seq_len * per_step
     # without sched_yield the checks are bare spins, far shorter than a task: wait longer to help
@@ -284,11 +292,11 @@ def _parallel(workers, blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t,
 def _lane(lane, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len, time_stride,
           batch_stride):
     """Every step of one lane: direction ``lane // chunks`` for its share ``lane % chunks`` of the
-    batch rows, part after part of hidden units per step. ``h`` (2, D, N, H): step t reads
-    ``h[t % 2]`` and writes ``h[(t + 1) % 2]`` (a later part of the step still reads the old
+    batch rows, part after part of hidden units per step. ``h`` (2, D, N, H): step ``step`` reads
+    ``h[step % 2]`` and writes ``h[(step + 1) % 2]`` (a later part of the step still reads the old
     state); lstm's ``c`` (D, N, H); ``x`` (rows, in) and ``y`` (rows, D*H) are indexed by row
-    ``t * time_stride + n * batch_stride``; direction 1 runs backwards in time."""
-    directions, hidden, width = w_hh_t.shape
+    ``t * time_stride + n * batch_stride``, ``t`` the step's time (direction 1 runs backwards)."""
+    hidden, width = w_hh_t.shape[1], w_hh_t.shape[2]
     gates_per_unit = width // hidden
     inputs = w_ih_t.shape[1]
     batch = h.shape[2]
@@ -305,7 +313,7 @@ def _lane(lane, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h,
     gates_scratch = np.empty(rows * gates_per_unit * widest, y.dtype)
     x_scratch = np.empty(rows * gates_per_unit * widest if gates_per_unit == 3 else 0, y.dtype)
     # a part's new c and y are computed into scratch, then copied (see cell_update)
-    c_scratch = np.empty(widest, y.dtype)
+    c_scratch = np.empty(widest if gates_per_unit == 4 else 0, y.dtype)
     y_scratch = np.empty(widest, y.dtype)
     x_stride = inputs * batch_stride if batch > 1 else inputs   # rows of one time step
     for step in range(seq_len):
@@ -352,7 +360,7 @@ def _lane(lane, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h,
 
 @jit(exact=True)
 def _lane_worker(counter, lanes, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
-            time_stride, batch_stride):
+                 time_stride, batch_stride):
     """Take lanes from ``counter`` (one int64, zero) until none is left."""
     while True:
         lane = atomic_add(counter, 0, 1)
@@ -368,22 +376,23 @@ def _by_lanes(workers, counter, lanes, chunks, blas, wide, bounds, x, w_ih_t, w_
     """``_lane_worker`` ``workers`` times, over numba's threads, as ``_parallel`` runs ``_worker``."""
     for _ in prange(workers):
         _lane_worker(counter, lanes, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
-                time_stride, batch_stride)
+                     time_stride, batch_stride)
 
 
 def available(dtype) -> bool:
     return gemm_address(dtype) is not None
 
 
-_yield: list = []
+_arguments: dict = {}
 
 
 def arguments(dtype):
-    """(the gemm's address, whether its integers are 64-bit, sched_yield's address)."""
-    if not _yield:
-        _yield.append(yield_address())
-    address, wide = gemm_address(dtype)
-    return address, wide, _yield[0]
+    """(the gemm's address, whether its integers are 64-bit, sched_yield's address), found once
+    per dtype."""
+    found = _arguments.get(dtype)
+    if found is None:
+        found = _arguments[dtype] = gemm_address(dtype) + (yield_address(),)
+    return found
 
 
 def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):

@@ -198,6 +198,8 @@ def start_pool() -> dict:
             wait = f"OMP_WAIT_POLICY={user['OMP_WAIT_POLICY']} (set by the user)"
         elif started_before:
             wait = "as numba started it before polyeng did"
+        elif layer == "tbb":   # TBB's workers look for work for a while after a kernel: its own policy
+            wait = "the tbb layer: workers spin briefly after a kernel (TBB's policy, not settable)"
         elif layer != "omp":
             wait = f"the {layer} layer does not spin" + (" (libgomp was loaded before)" if preloaded else "")
         else:
