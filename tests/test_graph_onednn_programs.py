@@ -186,6 +186,43 @@ def test_under_an_fp_math_mode_the_convolutions_take_its_fpmath(program_runs, mo
     close(got, want, 1e-2)   # the convolutions may compute in bf16
 
 
+@pytest.mark.parametrize("bf16", ["fp math", "mixed precision"])
+def test_bf16_programs_take_amx_convolutions_where_the_cpu_has_them(program_runs, monkeypatch, bf16):
+    """On a CPU with AMX-BF16 a program's bf16 convolutions let oneDNN choose their source layout
+    (reordering their input where it differs), so that its AMX kernels run; elsewhere none does."""
+    from polyeng.backends.onednn import _fpmath, segment
+    convolutions = []   # every convolution primitive made (kept alive: their ids stay theirs)
+    real = segment.Primitive
+
+    def recorded(create, *args, **kwargs):
+        prim = real(create, *args, **kwargs)
+        if create == "dnnl_convolution_forward_primitive_desc_create":
+            convolutions.append(prim)
+        return prim
+    monkeypatch.setattr(segment, "Primitive", recorded)
+    g = _graph()
+    want = g(X)
+    if bf16 == "fp math":
+        with polyeng.fp_math_mode("bf16"):
+            g(X)
+            program_runs.clear()
+            got = g(X)
+    else:
+        g = polyeng.amp.to_mixed_precision(g, "bfloat16", missing_op_mode="ignore")
+        g(X)
+        program_runs.clear()
+        got = g(X)
+    made = {id(p) for p in convolutions}
+    ran = [prim.impl for lanes in program_runs for prim, _, _ in lanes.whole.calls if id(prim) in made]
+    assert len(ran) >= 7, ran   # the stem, the fire module's three, the depthwise, squeeze-excite's two, ...
+    amx = "amx_bf16" in _fpmath.cpu_flags()
+    with_amx = sum("amx" in impl for impl in ran)
+    # the two 3x3 convolutions of 8 and 32 channels at least (oneDNN keeps some pointwise ones of
+    # f32 data on f32 kernels under the fp math mode, and has no AMX depthwise kernel)
+    assert with_amx >= 2 if amx else with_amx == 0, ran
+    close([np.asarray(a, np.float32) for a in got], want, 2e-2)
+
+
 def test_other_shapes_plan_programs_of_their_own(program_runs):
     g = _graph()
     for n in (1, 3):

@@ -99,3 +99,37 @@ def test_float16_with_float32_weights_is_computed_in_f32():
     assert got.dtype == np.float16
     want = _basic("conv2d", x16, w, b, {"padding": 1})
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=2.0 ** -10 * np.max(np.abs(want)))
+
+
+def _amx() -> bool:
+    from polyeng.backends.onednn import _fpmath
+    return "amx_bf16" in _fpmath.cpu_flags()
+
+
+@pytest.mark.parametrize("how", ["bf16 data", "bf16 fp math"])
+def test_bf16_convolutions_take_amx_kernels_where_the_cpu_has_them(monkeypatch, how):
+    """On a CPU with AMX-BF16 a bf16 convolution lets oneDNN choose its layouts, so that its AMX
+    kernels (channels last) run; elsewhere the blocked layout, faster there, is kept."""
+    from polyeng.backends.onednn import conv
+    plans = []
+
+    class Recorded(conv._Plan):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            plans.append(self)
+    monkeypatch.setattr(conv, "_Plan", Recorded)
+    assert conv.amx_first(np.dtype(dt.bfloat16)) == _amx() and not conv.amx_first(np.dtype(np.float32))
+    x, w, b = _data((2, 64, 11, 9), (48, 64, 3, 3), np.float32, seed=5)   # a shape no other test plans
+    if how == "bf16 data":
+        x, w = x.astype(dt.bfloat16), w.astype(dt.bfloat16)
+        got = _onednn("conv2d", x, w, b.astype(dt.bfloat16), padding=1)
+    else:
+        with polyeng.fp_math_mode("bf16"):
+            got = _onednn("conv2d", x, w, b, padding=1)
+        x, w = x.astype(dt.bfloat16), w.astype(dt.bfloat16)
+    assert len(plans) == 1
+    impl = plans[0].prim.impl
+    assert ("amx" in impl) == _amx(), impl
+    want = _basic("conv2d", x, w, b.astype(dt.bfloat16).astype(np.float32) if how == "bf16 data" else b,
+                  {"padding": 1})
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=0, atol=2.0 ** -6 * np.max(np.abs(want)))

@@ -34,6 +34,7 @@ import numpy as np
 
 from . import _constants as C
 from . import _native, _scans
+from ...engine import dtypes as dt
 from .._address import address
 from ._lib import dims, new
 from ._primitive import Attr, Desc, Primitive, aligned_empty, desc, desc_any, reorder
@@ -45,6 +46,7 @@ from .normalization import constant_rows
 from .pooling import _kind as pooling_kind, _padding_right
 
 F32 = np.dtype(np.float32)
+BF16 = np.dtype(dt.bfloat16)
 TYPES = segment_plain.TYPES   # the storage a program holds: f32, and bf16 (a mixed precision graph's)
 # the magnitude from which a sum rounds to an f32 infinity: the largest f32 plus half its unit
 SUM_TO_INF = float(np.finfo(np.float32).max) + 2.0 ** 103
@@ -308,8 +310,14 @@ class Program:
         left, right = (g.padding[0], g.padding[2]), (g.padding[1], g.padding[3])
         prim = None
         source = x   # the value the convolution reads: x, or x reordered into a layout it has fast code for
-        for src_kind, dst_kind in (("as made", "any"), ("as made", "blocked"), ("blocked", "any"), ("plain", "any")):
-            if src_kind != "as made":
+        kinds = (("as made", "any"), ("as made", "blocked"), ("blocked", "any"), ("plain", "any"))
+        if conv.amx_first(BF16 if s.dtype == F32 and self.compute == "bf16" else s.dtype):
+            kinds = (("any", "any"),) + kinds   # AMX's kernels take their own layout (conv.amx_first)
+        for src_kind, dst_kind in kinds:
+            src = self.md[x]
+            if src_kind == "any":
+                src = desc_any(self.shape[x], s.dtype)
+            elif src_kind != "as made":
                 src = _blocked(self.shape[x], s.dtype) if src_kind == "blocked" else desc(self.shape[x], s.dtype)
             attr = Attr(self.compute if s.dtype == F32 else "f32", post)
             wei_md = desc_any(wv.shape, s.dtype)
@@ -335,6 +343,10 @@ class Program:
         if prim is None:
             raise Unsupported("oneDNN has no fast convolution for this layout")
         src_kind, src = prim_src
+        if src_kind == "any":   # the layout the primitive chose, which x may already have
+            src = prim.md(C.QUERY_SRC_MD)
+            if src == self.md[x]:
+                src_kind = "as made"
         if src_kind != "as made":   # x reordered first, into a buffer of its own
             source = ("reordered", x, src_kind)
             step = reorder(self.md[x], src)
