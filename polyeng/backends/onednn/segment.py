@@ -34,8 +34,8 @@ import numpy as np
 
 from . import _constants as C
 from . import _native, _scans
-from ...engine import dtypes as dt
 from .._address import address
+from ._convert import storage_of
 from ._lib import dims, new
 from ._primitive import Attr, Desc, Primitive, aligned_empty, desc, desc_any, reorder
 from ._packed import packed_weight
@@ -46,7 +46,6 @@ from .normalization import constant_rows
 from .pooling import _kind as pooling_kind, _padding_right
 
 F32 = np.dtype(np.float32)
-BF16 = np.dtype(dt.bfloat16)
 TYPES = segment_plain.TYPES   # the storage a program holds: f32, and bf16 (a mixed precision graph's)
 # the magnitude from which a sum rounds to an f32 infinity: the largest f32 plus half its unit
 SUM_TO_INF = float(np.finfo(np.float32).max) + 2.0 ** 103
@@ -311,7 +310,7 @@ class Program:
         prim = None
         source = x   # the value the convolution reads: x, or x reordered into a layout it has fast code for
         kinds = (("as made", "any"), ("as made", "blocked"), ("blocked", "any"), ("plain", "any"))
-        if conv.amx_first(BF16 if s.dtype == F32 and self.compute == "bf16" else s.dtype):
+        if conv.amx_first(storage_of(self.compute, s.dtype)):
             kinds = (("any", "any"),) + kinds   # AMX's kernels take their own layout (conv.amx_first)
         for src_kind, dst_kind in kinds:
             src = self.md[x]
@@ -344,7 +343,7 @@ class Program:
             raise Unsupported("oneDNN has no fast convolution for this layout")
         src_kind, src = prim_src
         if src_kind == "any":   # the layout the primitive chose, which x may already have
-            src = prim.md(C.QUERY_SRC_MD)
+            src = Desc(_clone(prim.md(C.QUERY_SRC_MD)))
             if src == self.md[x]:
                 src_kind = "as made"
         if src_kind != "as made":   # x reordered first, into a buffer of its own
