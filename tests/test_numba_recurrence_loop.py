@@ -100,19 +100,12 @@ CASES = [  # layers, bidirectional, batch_first, unbatched, with states
 ]
 
 
-@pytest.mark.parametrize("lanes", [0, 1, 3], ids=["tasks", "lanes", "lanes-3"])
-@pytest.mark.parametrize("op", ["lstm", "gru"])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("case", CASES)
-def test_loop_matches_basic_on_one_and_two_threads_with_the_same_bits(forced, dtype, case, op, lanes):
-    """By tasks, by lanes of whole directions (one share each), and by 3 uneven shares of the rows
-    (1, 2 and 2 of 5; one batch row unbatched, so two lanes hold none)."""
-    ran, state = forced
-    state["lanes"] = lanes
-    kernel = _recurrence_loop._by_lanes if lanes else _recurrence_loop._parallel
+def _case_inputs(case, op, dtype, seed, seq):
+    """(layers, params, x, keyword arguments) of a ``CASES`` entry: batch 5, 7 inputs, 14 hidden
+    units (3 uneven parts of 4-5 units under the ``forced`` fixture)."""
     layers, bidirectional, batch_first, unbatched, with_state = case
-    rng = np.random.default_rng(3)
-    seq, batch, input_size, hidden = 9, 5, 7, 14   # 3 uneven parts of 4-5 units
+    rng = np.random.default_rng(seed)
+    batch, input_size, hidden = 5, 7, 14
     dirs = 2 if bidirectional else 1
     params = _params(rng, input_size, hidden, layers, dirs, dtype, gates=4 if op == "lstm" else 3)
     x_shape = (seq, input_size) if unbatched else (batch, seq, input_size) if batch_first else (seq, batch, input_size)
@@ -123,6 +116,20 @@ def test_loop_matches_basic_on_one_and_two_threads_with_the_same_bits(forced, dt
         kwargs["h0"] = rng.standard_normal(shape).astype(dtype)
         if op == "lstm":
             kwargs["c0"] = rng.standard_normal(shape).astype(dtype)
+    return layers, params, x, kwargs
+
+
+@pytest.mark.parametrize("lanes", [0, 1, 3], ids=["tasks", "lanes", "lanes-3"])
+@pytest.mark.parametrize("op", ["lstm", "gru"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CASES)
+def test_loop_matches_basic_on_one_and_two_threads_with_the_same_bits(forced, dtype, case, op, lanes):
+    """By tasks, by lanes of whole directions (one share each), and by 3 uneven shares of the rows
+    (1, 2 and 2 of 5; one batch row unbatched, so two lanes hold none)."""
+    ran, state = forced
+    state["lanes"] = lanes
+    kernel = _recurrence_loop._by_lanes if lanes else _recurrence_loop._parallel
+    layers, params, x, kwargs = _case_inputs(case, op, dtype, seed=3, seq=9)
     run = getattr(polyeng, op)
     with polyeng.compute_eng("basic", fallback=False):
         expected = run(x, params, **kwargs)
@@ -156,19 +163,9 @@ def test_gru_without_reset_after_keeps_the_step_by_step_path(forced):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES)
 def test_tasks_and_lanes_give_the_same_bits(forced, dtype, case, op):
-    """Both forms run the same compiled part, whatever rows a lane holds."""
+    """A part's arithmetic is the same in both forms, whatever rows a lane holds."""
     ran, state = forced
-    layers, bidirectional, batch_first, unbatched, with_state = case
-    rng = np.random.default_rng(11)
-    seq, batch, input_size, hidden = 6, 5, 7, 14
-    dirs = 2 if bidirectional else 1
-    params = _params(rng, input_size, hidden, layers, dirs, dtype, gates=4 if op == "lstm" else 3)
-    x_shape = (seq, input_size) if unbatched else (batch, seq, input_size) if batch_first else (seq, batch, input_size)
-    x = rng.standard_normal(x_shape).astype(dtype)
-    kwargs = {"batch_first": batch_first, "bidirectional": bidirectional}
-    if with_state:
-        kwargs["h0"] = rng.standard_normal((layers * dirs,) + ((hidden,) if unbatched else (batch, hidden)))
-        kwargs["h0"] = kwargs["h0"].astype(dtype)
+    layers, params, x, kwargs = _case_inputs(case, op, dtype, seed=11, seq=6)
     results = {}
     for lanes in (0, 1, 3):
         state["lanes"] = lanes
