@@ -85,7 +85,7 @@ def lanes(monkeypatch):
 
 
 def _needs_worker():
-    """Skips the test where the compiled lane worker is not available (numba or POSIX semaphores
+    """Skips the test where the compiled lane worker is not available (llvmlite or POSIX semaphores
     wanting: lanes then run on Python threads, which the other tests cover)."""
     from polyeng.backends.onednn import _lane_worker
     if not _lane_worker.available():
@@ -197,11 +197,12 @@ def test_a_lane_thread_that_ends_leaves_its_lanes_to_python_threads_then_is_repl
     _choose(monkeypatch, lanes, True)
     x, g = _planned(4)
     want = g(x)
-    real = _native_loops.serve
+    compiled = _native_loops.functions()
+    real = compiled["serve"]
 
     def broken(*args):
         raise RuntimeError("the loop failed")
-    monkeypatch.setattr(_native_loops, "serve", broken)
+    monkeypatch.setitem(compiled, "serve", broken)
     monkeypatch.setattr(_lane_worker, "_workers", [])
     worker = _lane_worker.workers(1)[0]
     worker.thread.join(10)
@@ -211,7 +212,7 @@ def test_a_lane_thread_that_ends_leaves_its_lanes_to_python_threads_then_is_repl
     del lanes.taken[:]
     got = g(x)   # on a Python thread
     assert lanes.taken == [2] and all(np.array_equal(a, b) for a, b in zip(got, want))
-    monkeypatch.setattr(_native_loops, "serve", real)
+    monkeypatch.setitem(compiled, "serve", real)
     fresh = _lane_worker.workers(1)[0]
     assert fresh is not worker and fresh.failed is None
     close(g(x), want, 1e-6)
@@ -232,15 +233,16 @@ def test_a_signal_as_a_lane_is_posted_leaves_the_worker_waited_for(lanes, monkey
     g = fuse(trace(net, xs[0]))
     g(xs[0])
     wants = [g(x) for x in xs]
-    real = _native_loops.post
+    compiled = _native_loops.functions()
+    real = compiled["post"]
 
     def post_then_interrupt(*args):
         real(*args)
         raise KeyboardInterrupt
-    monkeypatch.setattr(_native_loops, "post", post_then_interrupt)
+    monkeypatch.setitem(compiled, "post", post_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         g(xs[0])
-    monkeypatch.setattr(_native_loops, "post", real)
+    monkeypatch.setitem(compiled, "post", real)
     worker = _lane_worker.workers(1)[0]
     assert worker._done[0] == worker._posted[0]
     del lanes.taken[:]
@@ -390,7 +392,7 @@ def test_a_forked_child_runs_lanes_of_its_own(lanes, monkeypatch):
 def test_a_failed_execution_in_the_compiled_loop_names_its_status(lanes, monkeypatch):
     from polyeng.backends.onednn import _lib, _native
     if not _native.available():
-        pytest.skip("numba cannot compile the loop here")
+        pytest.skip("llvmlite cannot compile the loop here")
     monkeypatch.setattr(lanes, "threads_now", lambda: 1)
     x, g = _planned(2)
     g(x)
@@ -468,16 +470,52 @@ def test_a_graph_run_by_an_exit_hook_gives_its_results(tmp_path):
     assert done.returncode == 0 and "at exit True" in done.stdout, (done.returncode, done.stdout, done.stderr[-2000:])
 
 
+ONEDNN_ONLY = """
+import sys
+import numpy as np, polyeng
+from polyeng.graph import fuse, trace
+from polyeng.backends.onednn import _native
+rng = np.random.default_rng(0)
+w1 = (rng.standard_normal((16, 3, 3, 3)) * 0.2).astype(np.float32)
+w2 = (rng.standard_normal((16, 16, 3, 3)) * 0.2).astype(np.float32)
+def f(x):
+    y = polyeng.relu(polyeng.conv2d(x, w1, padding=1))
+    return polyeng.max_pool2d(polyeng.add(polyeng.conv2d(y, w2, padding=1), y), 2)
+x = rng.standard_normal((4, 3, 32, 32)).astype(np.float32)
+with polyeng.compute_eng("onednn", fallback=False):
+    want = fuse(trace(f, x), disable="onednn_programs")(x)
+    g = fuse(trace(f, x))
+    got = [g(x) for _ in range(4)]
+import gc
+natives = sum(isinstance(o, _native.Native) for o in gc.get_objects())
+print("numba" in sys.modules, _native.available(), natives,
+      all(np.allclose(r, want, rtol=1e-5, atol=1e-6) for r in got), flush=True)
+"""
+
+
+def test_a_process_running_only_onednn_programs_does_not_load_numba(tmp_path):
+    """The programs' compiled loop is llvmlite's, not numba's: numba's import and set-up took
+    longer than a CNN's whole run, and most of its memory."""
+    script = tmp_path / "onednn_only.py"
+    script.write_text(ONEDNN_ONLY)
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    numba_loaded, compiled, natives, right = done.stdout.split()
+    assert (numba_loaded, compiled, right) == ("False", "True", "True") and int(natives) >= 1, done.stdout
+
+
 def test_a_loop_that_does_not_compile_leaves_programs_to_python(lanes, monkeypatch):
     from polyeng.backends.onednn import _native
 
     def broken():
         def run(*args):
-            raise RuntimeError("numba failed")
+            raise RuntimeError("llvmlite failed")
         return run
     monkeypatch.setattr(_native, "_loop", {})
     monkeypatch.setattr(_native, "_compile", broken)
-    assert not _native.available() and "numba failed" in _native._loop["error"]
+    assert not _native.available() and "llvmlite failed" in _native._loop["error"]
     _choose(monkeypatch, lanes, True)
     x, g = _planned(4)
     close(g(x), _nodes(x))

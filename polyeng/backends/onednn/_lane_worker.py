@@ -16,7 +16,7 @@ to any other thread that wants it between tries (``sched_yield``), so that the n
 loop of runs finds it awake, and a busy core is not kept from the work that needs it.
 
 The C functions are found in the process's C library; where one is missing (no POSIX
-semaphores) or numba cannot compile the loops, ``available()`` is False and lanes run on
+semaphores) or llvmlite cannot compile the loops, ``available()`` is False and lanes run on
 Python threads.
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ctypes import c_int, c_size_t
 
 import numpy as np
 
+from .._address import address
 from ._lib import stream
 
 # how long a waiting thread tries before it sleeps: a run's own lanes end within a few hundred
@@ -64,17 +65,19 @@ def _functions():
                 done = np.zeros(SEM_BYTES, np.uint8)
                 if init(done.ctypes.data, 0, 0) != 0:
                     raise OSError("sem_init failed")
-                # compiled (or loaded from numba's cache) now, so that a failure is found here: a
-                # stop task posted before, which serve takes at once, and its done taken
+                # tried now, so that a failure is found here: a stop task posted before, which
+                # serve takes at once, and its done taken
                 table = np.zeros((1 + MAX_TASKS, L.ROW), np.int64)
                 table[0, 0] = L.STOP
                 ts, taken = np.zeros(2, np.int64), np.zeros(1, np.int64)
-                L.serve(fns, 0, sem.ctypes.data, done.ctypes.data, table, ts, 0, taken)
-                L.acquire(fns, done.ctypes.data, ts, 1000, taken)
+                compiled = L.functions()
+                compiled["serve"](address(fns), 0, address(sem), address(done), address(table), address(ts), 0,
+                                  address(taken))
+                compiled["acquire"](address(fns), address(done), address(ts), 1000, address(taken))
                 if taken[0] != 2:
                     raise RuntimeError("the lane worker's loop did not run its stop task")
                 _state["fns"] = (fns, init)
-            except Exception as exc:   # numba or the C library wanting: Python threads run the lanes
+            except Exception as exc:   # llvmlite or the C library wanting: Python threads run the lanes
                 _state["error"] = f"{type(exc).__name__}: {exc}"
     return _state.get("fns")
 
@@ -91,7 +94,9 @@ class Worker:
     def __init__(self):
         from . import _native_loops as L
         self._L = L
+        self._compiled = L.functions()
         self.fns, init = _functions()
+        self._fns = address(self.fns)
         self.lock = threading.RLock()   # reentrant: see Program.lock (``segment.py``)
         self.sems = np.zeros(2 * SEM_BYTES, np.uint8)
         self.task_sem, self.done_sem = self.sems.ctypes.data, self.sems.ctypes.data + SEM_BYTES
@@ -115,7 +120,8 @@ class Worker:
             ts, taken = np.zeros(2, np.int64), np.zeros(1, np.int64)
             handle = stream()   # this thread's own
             self._ready.set()
-            self._L.serve(self.fns, handle, self.task_sem, self.done_sem, self.table, ts, SPIN_NS, taken)
+            self._compiled["serve"](self._fns, handle, self.task_sem, self.done_sem, address(self.table), address(ts),
+                                    SPIN_NS, address(taken))
         except BaseException as exc:   # the thread ends: a caller waiting, or about to, must not wait on
             self.failed = exc
             self._ready.set()
@@ -134,13 +140,13 @@ class Worker:
             native.row(pointers, self.table[1 + i])
         self._held = runs
         self.table[0, 0] = len(runs)
-        self._L.post(self.fns, self.task_sem, self._posted)   # sem_post: a full barrier after the writes
+        self._compiled["post"](self._fns, self.task_sem, address(self._posted))   # a full barrier after the writes
 
     def wait(self) -> None:
         """Waits for the posted task, without the GIL, also through signals; when a signal's
         handler raised as it returned, waiting again returns at once."""
         if self._done[0] < self._posted[0]:
-            self._L.acquire(self.fns, self.done_sem, self._ts, SPIN_NS, self._done)
+            self._compiled["acquire"](self._fns, self.done_sem, address(self._ts), SPIN_NS, address(self._done))
         self._held = []
         if self.failed is not None:
             raise RuntimeError(f"the oneDNN lane thread failed: {self.failed!r}")

@@ -4,13 +4,14 @@ Each primitive of a program run from Python costs about 5 us of the interpreter 
 bound, its thread count set, the call through ctypes) and, when another thread waits for the
 GIL, a hand-over of the GIL, which in a virtual machine can take tens of microseconds. ``Native``
 holds a program's executions as arrays (primitive handles, packed arguments, thread counts) and
-runs them with a numba function that calls oneDNN's C functions through ctypes function
-pointers, without the GIL, once per run: the data pointers of the run's inputs and outputs are
-set first, then every primitive executes and its stream is waited on.
+runs them with one compiled function (``_native_loops.run_calls``, built with llvmlite) that
+calls oneDNN's C functions at their addresses, without the GIL, once per run: the data pointers
+of the run's inputs and outputs are set first, then every primitive executes and its stream is
+waited on.
 
 The memory objects are the program's own (made here, destroyed with it), so no other caller of a
-primitive sees its data pointers change. ``available()`` is False where numba cannot compile the
-loop; programs then run from Python.
+primitive sees its data pointers change. ``available()`` is False where llvmlite cannot compile
+the loop; programs then run from Python.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import weakref
 import numpy as np
 
 from . import _constants as C
+from . import _native_loops as L
 from .._address import address, c_function
 from ._lib import ExecArg, OneDNNError, _state, engine, lib, new, note_threads, stream
 from ._primitive import aligned_empty
@@ -34,8 +36,7 @@ def _address_of(fn) -> int:
 
 
 def _compile():
-    from ._native_loops import run_calls
-    return run_calls
+    return L.functions()["run_row"]
 
 
 def _c_library_addresses() -> list:
@@ -62,13 +63,11 @@ def _functions():
                 fns = np.array([_address_of(l.dnnl_primitive_execute), _address_of(l.dnnl_stream_wait),
                                 _address_of(l.dnnl_memory_set_data_handle), _address_of(omp[0])]
                                + _c_library_addresses(), np.uint64)
-                nothing = np.zeros(0, np.uint64)
-                # compiled (or loaded from numba's cache) now, so that a failure is found here
-                if run_calls(fns, 0, nothing, np.zeros(0, np.int32), nothing, np.zeros(0, np.int32), nothing,
-                             np.zeros(0, np.int64), nothing) != 0:
+                # compiled now, so that a failure is found here
+                if run_calls(address(fns), 0, address(np.zeros(L.ROW, np.int64))) != 0:
                     raise RuntimeError("the compiled loop failed on no calls")
                 _loop["fns"], _loop["run"] = fns, run_calls
-            except Exception as exc:   # numba missing or failing: programs run from Python
+            except Exception as exc:   # llvmlite missing or failing: programs run from Python
                 _loop["error"] = f"{type(exc).__name__}: {exc}"
     return _functions() if "run" in _loop else None
 
@@ -137,32 +136,29 @@ class Native:
         self.threads = np.array(threads, np.int32)
         self.bound = np.array(bound, np.uint64)
         self.sources = np.array(sources, np.int64)
-        self._row = None   # the static part of a task table row (``row``)
+        # a task table row of these arrays (``_native_loops.py``): a run's own sets its pointers
+        self._row = np.zeros(L.ROW, np.int64)
+        self._row[L.HANDLES], self._row[L.CALLS] = address(self.handles), self.handles.size
+        self._row[L.COUNTS], self._row[L.PACKED] = address(self.counts), address(self.packed)
+        self._row[L.THREADS], self._row[L.BOUND] = address(self.threads), address(self.bound)
+        self._row[L.BOUND_N], self._row[L.SOURCES] = self.bound.size, address(self.sources)
+        self._row_at = address(self._row)
 
     def run(self, arrays) -> None:
         """Executes every call on ``arrays`` (the run's inputs, then its outputs: C-contiguous)."""
         fns, loop = _functions()
         pointers = np.array([address(a) for a in arrays], np.uint64)
+        self._row[L.POINTERS], self._row[L.POINTERS_N] = address(pointers), pointers.size
         note_threads(None)   # the loop sets this thread's OpenMP count: unknown until it returns
-        status = loop(fns, stream(), self.handles, self.counts, self.packed, self.threads, self.bound, self.sources,
-                      pointers)
+        status = loop(address(fns), stream(), self._row_at)
         note_threads(int(self.threads[-1]) if status == 0 and self.threads.size else None)
         raise_for(status)
 
     def row(self, pointers, out) -> None:
         """Writes this loop's run on ``pointers`` (the addresses of its arrays, as ``run`` takes
         them) into ``out``, a task table row of ``_native_loops.py``."""
-        if self._row is None:
-            from . import _native_loops as L
-            row = np.zeros(L.ROW, np.int64)
-            row[L.HANDLES], row[L.CALLS] = address(self.handles), self.handles.size
-            row[L.COUNTS], row[L.PACKED], row[L.THREADS] = (address(self.counts), address(self.packed),
-                                                            address(self.threads))
-            row[L.BOUND], row[L.BOUND_N], row[L.SOURCES] = address(self.bound), self.bound.size, address(self.sources)
-            self._row = (row, L.POINTERS, L.POINTERS_N)
-        row, at, size = self._row
-        out[:] = row
-        out[at], out[size] = address(pointers), pointers.size
+        out[:] = self._row
+        out[L.POINTERS], out[L.POINTERS_N], out[L.STATUS] = address(pointers), pointers.size, 0
 
 
 def raise_for(status: int) -> None:

@@ -1,27 +1,28 @@
-"""The compiled loops of ``_native.py`` and ``_lane_worker.py`` (imported once numba is wanted).
+"""The compiled loops of ``_native.py`` and ``_lane_worker.py``, built with llvmlite alone.
 
-Every function here runs without the GIL and calls C only at the addresses in ``fns`` (a uint64
-array, in the order of ``FUNCTIONS``: oneDNN's, libgomp's and the C library's functions). The
-addresses are data, not ctypes objects, so that a call of a loop costs numba's dispatch of a few
-arrays (about 1 us) rather than its typing of ctypes function objects (about 7 us).
+Every function here runs without the GIL (called through ctypes, which releases it) and calls C
+only at the addresses in ``fns`` (a uint64 array, in the order of ``FUNCTIONS``: oneDNN's,
+libgomp's and the C library's functions). Every argument is a 64-bit integer: a count, a handle,
+or the address of an array's first element.
 
-- ``run_calls``: a program's executions, one after another on one stream.
+- ``run_calls``: a program's executions, one after another on one stream; ``run_row`` the same,
+  its arguments read from a task table row (three arguments for ctypes to convert, not eleven:
+  1.6 us less per call).
 - ``acquire``: takes a POSIX semaphore, trying for up to ``spin_ns`` (yielding the core between
   tries, so that a thread that wants it runs first) before it sleeps in ``sem_wait``.
 - ``post``: counts a task and posts its semaphore.
 - ``serve``: a lane worker's life: takes a task, runs the programs it names, posts that it is
   done. ``_lane_worker.py`` describes the table a task is written in.
+
+The functions are a few loops around C calls, so they are written here as LLVM IR and compiled
+once per process (about 10 ms), not through numba: a process that runs only oneDNN programs then
+never imports numba, whose import, typing set-up and cached-function loads took 0.4-1.0 s of a
+CNN's second call (the call that builds its programs) and about 115 MB of its memory.
 """
 from __future__ import annotations
 
-import numpy as np
-from llvmlite import ir
-from numba import carray, types
-from numba.core import cgutils
-from numba.extending import intrinsic
-
-from ..numba._native_calls import call_int
-from ..numba._runtime import jit
+import ctypes
+import threading
 
 # the C functions, by their index in ``fns``
 FUNCTIONS = ("dnnl_primitive_execute", "dnnl_stream_wait", "dnnl_memory_set_data_handle", "omp_set_num_threads",
@@ -33,142 +34,232 @@ HANDLES, CALLS, COUNTS, PACKED, THREADS, BOUND, BOUND_N, SOURCES, POINTERS, POIN
 ROW = 11
 STOP = -1   # the task count that ends a worker
 
-_I32, _PTR = types.int32, types.uint64
+# name -> (result, number of int64 arguments): the functions' C signatures
+SIGNATURES = {"run_calls": ("i64", 11), "run_row": ("i64", 3), "acquire": (None, 5), "post": ("i32", 3),
+              "serve": ("i64", 8)}
+
+_lock = threading.Lock()
+_made: dict = {}   # "functions": name -> ctypes function; "engine": keeps their code alive
 
 
-def _c_codegen(result, params):
-    """The code of a call of the C function at an address (the first value) with arguments of
-    the numba types ``params`` and a result of type ``result`` (None: void)."""
-    def codegen(context, builder, sig, values):
-        low = [context.get_value_type(p) for p in params]
-        back = ir.VoidType() if result is None else context.get_value_type(result)
-        pointer = builder.inttoptr(values[0], ir.FunctionType(back, low).as_pointer())
-        cast = [context.cast(builder, v, t, p) for v, t, p in zip(values[1:], sig.args[1:], params)]
-        out = builder.call(pointer, cast)
-        return context.get_dummy_value() if result is None else out
-    return codegen
+class _Builder:
+    """The IR of the four functions: each value an i64 (addresses included), memory read and
+    written through ``inttoptr`` of an address."""
+
+    def __init__(self, ir):
+        self.ir = ir
+        self.i32, self.i64 = ir.IntType(32), ir.IntType(64)
+        self.module = ir.Module(name="polyeng_onednn_loops")
+
+    def const(self, value, bits=64):
+        return self.ir.Constant(self.i32 if bits == 32 else self.i64, value)
+
+    def function(self, name):
+        result, count = SIGNATURES[name]
+        back = self.ir.VoidType() if result is None else getattr(self, result)
+        fn = self.ir.Function(self.module, self.ir.FunctionType(back, [self.i64] * count), name=name)
+        return fn, self.ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def element(self, b, base, index, bits=64):
+        """The address of element ``index`` of an array of ``bits``-bit integers at ``base``."""
+        offset = b.mul(index, self.const(bits // 8)) if not isinstance(index, int) else self.const(index * bits // 8)
+        kind = self.i32 if bits == 32 else self.i64
+        return b.inttoptr(b.add(base, offset), kind.as_pointer())
+
+    def load(self, b, base, index, bits=64):
+        value = b.load(self.element(b, base, index, bits))
+        return b.sext(value, self.i64) if bits == 32 else value
+
+    def store(self, b, value, base, index):
+        b.store(value, self.element(b, base, index))
+
+    def c_call(self, b, fns, which, args, result="i32"):
+        """A call of ``fns[which]``: ``args`` (i64 values, or (value, "i32")) passed as given."""
+        values = [a[0] if isinstance(a, tuple) else a for a in args]
+        kinds = [self.i32 if isinstance(a, tuple) else self.i64 for a in args]
+        back = self.ir.VoidType() if result is None else getattr(self, result)
+        pointer = b.inttoptr(self.load(b, fns, which), self.ir.FunctionType(back, kinds).as_pointer())
+        return b.call(pointer, values)
+
+    def counted_loop(self, b, fn, count, body):
+        """``for i in range(count): body(b, i)``; ``body`` may leave through its own returns."""
+        slot = b.alloca(self.i64)
+        b.store(self.const(0), slot)
+        test, step, done = (fn.append_basic_block(n) for n in ("test", "body", "done"))
+        b.branch(test)
+        b.position_at_end(test)
+        i = b.load(slot)
+        b.cbranch(b.icmp_signed("<", i, count), step, done)
+        b.position_at_end(step)
+        body(b, i)
+        b.store(b.add(i, self.const(1)), slot)
+        b.branch(test)
+        b.position_at_end(done)
+
+    def run_calls(self):
+        """run_calls(fns, stream, handles, counts, packed, threads, calls, bound, sources, bound_n,
+        pointers): 0, or -(1 + j) when setting binding j failed, or (call + 1) * 1000 + status."""
+        fn, b = self.function("run_calls")
+        fns, stream, handles, counts, packed, threads, calls, bound, sources, bound_n, pointers = fn.args
+
+        def bind(b, j):
+            pointer = self.load(b, pointers, self.load(b, sources, j))
+            status = self.c_call(b, fns, SET_DATA, [self.load(b, bound, j), pointer])
+            failed, ok = fn.append_basic_block("bind_failed"), fn.append_basic_block("bound")
+            b.cbranch(b.icmp_signed("!=", status, self.const(0, 32)), failed, ok)
+            b.position_at_end(failed)
+            b.ret(b.sub(self.const(-1), j))
+            b.position_at_end(ok)
+        self.counted_loop(b, fn, bound_n, bind)
+        current = b.alloca(self.i64)
+        b.store(self.const(-1), current)
+
+        def execute(b, i):
+            wanted = self.load(b, threads, i, 32)
+            change, run = fn.append_basic_block("set_threads"), fn.append_basic_block("execute")
+            b.cbranch(b.icmp_signed("!=", wanted, b.load(current)), change, run)
+            b.position_at_end(change)
+            b.store(wanted, current)
+            self.c_call(b, fns, SET_THREADS, [(b.trunc(wanted, self.i32), "i32")], result=None)
+            b.branch(run)
+            b.position_at_end(run)
+            count = b.trunc(self.load(b, counts, i, 32), self.i32)
+            status = self.c_call(b, fns, EXECUTE, [self.load(b, handles, i), stream, (count, "i32"),
+                                                   self.load(b, packed, i)])
+            wait, after = fn.append_basic_block("wait"), fn.append_basic_block("after")
+            entry_block = b.block
+            b.cbranch(b.icmp_signed("==", status, self.const(0, 32)), wait, after)
+            b.position_at_end(wait)
+            waited = self.c_call(b, fns, WAIT, [stream])
+            b.branch(after)
+            b.position_at_end(after)
+            final = b.phi(self.i32)
+            final.add_incoming(status, entry_block)
+            final.add_incoming(waited, wait)
+            failed, ok = fn.append_basic_block("failed"), fn.append_basic_block("ok")
+            b.cbranch(b.icmp_signed("!=", final, self.const(0, 32)), failed, ok)
+            b.position_at_end(failed)
+            b.ret(b.add(b.mul(b.add(i, self.const(1)), self.const(1000)), b.sext(final, self.i64)))
+            b.position_at_end(ok)
+        self.counted_loop(b, fn, calls, execute)
+        b.ret(self.const(0))
+
+    def run_row(self):
+        """run_row(fns, stream, row): ``run_calls`` on the arrays a task table row names."""
+        fn, b = self.function("run_row")
+        fns, stream, row = fn.args
+        b.ret(self._run_from_row(b, fns, stream, row))
+
+    def _run_from_row(self, b, fns, stream, row):
+        field = [self.load(b, row, k) for k in range(ROW)]
+        return b.call(self.module.get_global("run_calls"),
+                      [fns, stream, field[HANDLES], field[COUNTS], field[PACKED], field[THREADS], field[CALLS],
+                       field[BOUND], field[SOURCES], field[BOUND_N], field[POINTERS]])
+
+    def _now(self, b, fns, ts):
+        """CLOCK_MONOTONIC in nanoseconds, read into ``ts`` (two int64)."""
+        self.c_call(b, fns, CLOCK, [(self.const(1, 32), "i32"), ts])
+        return b.add(b.mul(self.load(b, ts, 0), self.const(1_000_000_000)), self.load(b, ts, 1))
+
+    def acquire(self):
+        """acquire(fns, sem, ts, spin_ns, taken): takes ``sem``, trying for ``spin_ns`` nanoseconds
+        (yielding between tries), then sleeping; then counts it in ``taken[0]`` (here, where no
+        signal handler runs between the two)."""
+        fn, b = self.function("acquire")
+        fns, sem, ts, spin_ns, taken = fn.args
+        zero = self.const(0, 32)
+        spin, sleep, count = (fn.append_basic_block(n) for n in ("spin", "sleep", "count"))
+        tried = self.c_call(b, fns, TRYWAIT, [sem])
+        start_spin = fn.append_basic_block("start_spin")
+        has_spin = fn.append_basic_block("has_spin")
+        b.cbranch(b.icmp_signed("==", tried, zero), count, has_spin)
+        b.position_at_end(has_spin)
+        b.cbranch(b.icmp_signed(">", spin_ns, self.const(0)), start_spin, sleep)
+        b.position_at_end(start_spin)
+        start = self._now(b, fns, ts)
+        b.branch(spin)
+        b.position_at_end(spin)
+        self.c_call(b, fns, YIELD, [])
+        got, timed = fn.append_basic_block("got"), fn.append_basic_block("timed")
+        b.cbranch(b.icmp_signed("==", self.c_call(b, fns, TRYWAIT, [sem]), zero), got, timed)
+        b.position_at_end(got)
+        b.branch(count)
+        b.position_at_end(timed)
+        elapsed = b.sub(self._now(b, fns, ts), start)
+        b.cbranch(b.icmp_signed(">=", elapsed, spin_ns), sleep, spin)
+        b.position_at_end(sleep)   # sem_wait until it succeeds (a signal interrupts it with EINTR)
+        b.cbranch(b.icmp_signed("!=", self.c_call(b, fns, SEMWAIT, [sem]), zero), sleep, count)
+        b.position_at_end(count)
+        self.store(b, b.add(self.load(b, taken, 0), self.const(1)), taken, 0)
+        b.ret_void()
+
+    def post(self):
+        """post(fns, sem, posted): counts a task in ``posted[0]``, then posts ``sem`` (here, where no
+        signal handler runs between the two: a caller's count is what it posted)."""
+        fn, b = self.function("post")
+        fns, sem, posted = fn.args
+        self.store(b, b.add(self.load(b, posted, 0), self.const(1)), posted, 0)
+        b.ret(self.c_call(b, fns, POST, [sem]))
+
+    def serve(self):
+        """serve(fns, stream, task_sem, done_sem, table, ts, spin_ns, taken): runs the tasks posted
+        to ``task_sem`` until one's count (``table[0, 0]``) is ``STOP``."""
+        fn, b = self.function("serve")
+        fns, stream, task_sem, done_sem, table, ts, spin_ns, taken = fn.args
+        acquire = self.module.get_global("acquire")
+        top, stop, run = (fn.append_basic_block(n) for n in ("top", "stop", "run"))
+        b.branch(top)
+        b.position_at_end(top)
+        b.call(acquire, [fns, task_sem, ts, spin_ns, taken])
+        tasks = self.load(b, table, 0)
+        b.cbranch(b.icmp_signed("<", tasks, self.const(0)), stop, run)
+        b.position_at_end(stop)
+        self.c_call(b, fns, POST, [done_sem])
+        b.ret(self.const(0))
+        b.position_at_end(run)
+
+        def task(b, e):
+            row = b.add(table, b.mul(b.add(e, self.const(1)), self.const(ROW * 8)))
+            self.store(b, self._run_from_row(b, fns, stream, row), row, STATUS)
+        self.counted_loop(b, fn, tasks, task)
+        self.c_call(b, fns, POST, [done_sem])
+        b.branch(top)
 
 
-def _typed(result, params, address, args):
-    if not isinstance(address, types.Integer) or not all(isinstance(a, types.Integer) for a in args):
-        return None
-    return (types.none if result is None else result)(address, *args), _c_codegen(result, params)
+def _make() -> dict:
+    from llvmlite import binding as llvm
+    from llvmlite import ir
+    builder = _Builder(ir)
+    builder.run_calls()
+    builder.run_row()
+    builder.acquire()
+    builder.post()
+    builder.serve()
+    try:
+        llvm.initialize()   # wanted before llvmlite 0.45; later ones initialize themselves and refuse it
+    except Exception:
+        pass
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = llvm.parse_assembly(str(builder.module))
+    module.verify()
+    machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    functions = {}
+    for name, (result, count) in SIGNATURES.items():
+        back = {"i64": ctypes.c_int64, "i32": ctypes.c_int32, None: None}[result]
+        functions[name] = ctypes.CFUNCTYPE(back, *[ctypes.c_uint64] * count)(engine.get_function_address(name))
+    return {"functions": functions, "engine": engine, "module": module}
 
 
-@intrinsic
-def _call_p(typingctx, address, a):
-    """int f(void *): dnnl_stream_wait, sem_trywait, sem_wait, sem_post."""
-    return _typed(_I32, (_PTR,), address, (a,))
-
-
-@intrinsic
-def _call_pp(typingctx, address, a, b):
-    """int f(void *, void *): dnnl_memory_set_data_handle."""
-    return _typed(_I32, (_PTR, _PTR), address, (a, b))
-
-
-@intrinsic
-def _call_execute(typingctx, address, a, b, c, d):
-    """int dnnl_primitive_execute(primitive, stream, int, const dnnl_exec_arg_t *)."""
-    return _typed(_I32, (_PTR, _PTR, _I32, _PTR), address, (a, b, c, d))
-
-
-@intrinsic
-def _call_threads(typingctx, address, a):
-    """void omp_set_num_threads(int)."""
-    return _typed(None, (_I32,), address, (a,))
-
-
-@intrinsic
-def _call_clock(typingctx, address, a, b):
-    """int clock_gettime(clockid_t, struct timespec *)."""
-    return _typed(_I32, (_I32, _PTR), address, (a, b))
-
-
-@intrinsic
-def _pointer(typingctx, address):
-    """An integer address as a pointer that ``carray`` reads."""
-    if not isinstance(address, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], cgutils.voidptr_t)
-    return types.voidptr(address), codegen
-
-
-@jit
-def run_calls(fns, stream_handle, handles, counts, packed, threads, bound, sources, pointers):
-    """0, or -(1 + j) when setting binding j failed, or (call index + 1) * 1000 + status."""
-    for j in range(bound.size):
-        if _call_pp(fns[SET_DATA], bound[j], pointers[sources[j]]) != 0:
-            return -(1 + j)
-    current = -1
-    for i in range(handles.size):
-        if threads[i] != current:
-            current = threads[i]
-            _call_threads(fns[SET_THREADS], current)
-        status = _call_execute(fns[EXECUTE], handles[i], stream_handle, counts[i], packed[i])
-        if status == 0:
-            status = _call_p(fns[WAIT], stream_handle)
-        if status != 0:
-            return (i + 1) * 1000 + status
-    return 0
-
-
-@jit
-def _now(fns, ts):
-    _call_clock(fns[CLOCK], 1, ts.ctypes.data)   # CLOCK_MONOTONIC
-    return ts[0] * 1000000000 + ts[1]
-
-
-@jit
-def acquire(fns, sem, ts, spin_ns, taken):
-    """Takes semaphore ``sem``: trying for ``spin_ns`` nanoseconds, then sleeping; then counts
-    it in ``taken[0]`` (here, where no signal handler runs between the two). ``ts``: two int64
-    for the clock."""
-    if _call_p(fns[TRYWAIT], sem) != 0:
-        slept = True
-        if spin_ns > 0:
-            start = _now(fns, ts)
-            while True:
-                call_int(fns[YIELD])
-                if _call_p(fns[TRYWAIT], sem) == 0:
-                    slept = False
-                    break
-                if _now(fns, ts) - start >= spin_ns:
-                    break
-        if slept:
-            while _call_p(fns[SEMWAIT], sem) != 0:   # interrupted by a signal: wait on
-                pass
-    taken[0] += 1
-
-
-@jit
-def post(fns, sem, posted):
-    """Counts a task in ``posted[0]`` and posts ``sem`` (here, where no signal handler runs
-    between the two: a caller's count is what it posted)."""
-    posted[0] += 1
-    return _call_p(fns[POST], sem)
-
-
-@jit
-def serve(fns, stream_handle, task_sem, done_sem, table, ts, spin_ns, taken):
-    """Runs the tasks posted to ``task_sem`` until one's count (``table[0, 0]``) is ``STOP``."""
-    while True:
-        acquire(fns, task_sem, ts, spin_ns, taken)
-        count = table[0, 0]
-        if count < 0:
-            _call_p(fns[POST], done_sem)
-            return 0
-        for e in range(1, count + 1):
-            row = table[e]
-            handles = carray(_pointer(row[HANDLES]), row[CALLS], np.uint64)
-            counts = carray(_pointer(row[COUNTS]), row[CALLS], np.int32)
-            packed = carray(_pointer(row[PACKED]), row[CALLS], np.uint64)
-            threads = carray(_pointer(row[THREADS]), row[CALLS], np.int32)
-            bound = carray(_pointer(row[BOUND]), row[BOUND_N], np.uint64)
-            sources = carray(_pointer(row[SOURCES]), row[BOUND_N], np.int64)
-            pointers = carray(_pointer(row[POINTERS]), row[POINTERS_N], np.uint64)
-            table[e, STATUS] = run_calls(fns, stream_handle, handles, counts, packed, threads, bound, sources,
-                                         pointers)
-        _call_p(fns[POST], done_sem)
+def functions() -> dict:
+    """name -> the compiled function, as a ctypes function (releasing the GIL while it runs), made
+    on first use; raises where llvmlite cannot make them."""
+    made = _made.get("functions")
+    if made is None:
+        with _lock:
+            if "functions" not in _made:
+                _made.update(_make())
+            made = _made["functions"]
+    return made

@@ -1,5 +1,5 @@
 """The scans of a program's guards (``segment.Program.bounded`` and ``checks_pass``) in one
-compiled pass each, where a program's loop is compiled (``_native.py``: numba is loaded then).
+compiled pass each, where the process has loaded numba already (``segment._scans_compiled``).
 
 Run through numpy, a guard is a few ufunc calls per value (a sum of squares for each input, the
 largest and smallest of each softmax mask, four ufuncs over every layer norm's statistics), about

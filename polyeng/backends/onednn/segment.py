@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import sys
 import threading
 
 import numpy as np
@@ -550,10 +551,12 @@ class Program:
         return True
 
     def _scans_compiled(self) -> bool:
-        """Whether the guards scan with ``_scans.py``'s compiled functions: where the program's
-        loop is compiled (numba is loaded then) and they compile."""
+        """Whether the guards scan with ``_scans.py``'s compiled functions: where the process has
+        loaded numba already (for a kernel of its own) and they compile. A process that runs only
+        oneDNN programs does not load numba for them (its import and set-up take longer than a
+        CNN's whole first run); numpy's forms give the same results."""
         if self._compiled_scans is None:
-            self._compiled_scans = _native.available() and _scans.compiled() is not None
+            self._compiled_scans = "numba" in sys.modules and _scans.compiled() is not None
         return self._compiled_scans
 
     def _walk(self, bound, ranges) -> bool:
