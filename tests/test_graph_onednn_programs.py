@@ -161,6 +161,46 @@ def test_values_that_may_leave_the_finite_range_run_node_by_node(program_runs, s
         np.testing.assert_array_equal(a, b)   # the very same path: NaN where it gives NaN
 
 
+def test_a_first_run_computes_a_programs_nodes_on_onednn_and_keeps_the_selectors_plans(program_runs, monkeypatch,
+                                                                                       capsys):
+    """The selector sends relu to NUMBA here; the first run computes it on ONEDNN (the program
+    computes it from the second run on), and the node keeps NUMBA's plan for the runs the program
+    does not take (verbose)."""
+    from polyeng.engine import dispatch, selector
+    from polyeng.engine.plan_cache import PlanCache
+    from polyeng.engine.plugins import registry
+    monkeypatch.setattr(registry(), "plans", PlanCache())   # no decision an earlier test made
+    real_preference, real_execute = selector._preference, dispatch.BoundPlan.execute
+    monkeypatch.setattr(selector, "_preference", lambda call: (["numba"] if call.op == "relu" else [])
+                        + [e for e in real_preference(call) if call.op != "relu" or e != "numba"])
+    ran = []
+
+    def execute(self, *args, **kwargs):
+        ran.append((self.spec.name, self.decision.engine))
+        return real_execute(self, *args, **kwargs)
+    monkeypatch.setattr(dispatch.BoundPlan, "execute", execute)
+    x = RNG.standard_normal((2, 3, 21, 17)).astype(np.float32)   # a signature no other test plans
+    g, off = fuse(trace(net, x)), fuse(trace(net, x), disable="onednn_programs")
+
+    def relu_engines(run):
+        del ran[:]
+        out = run()
+        return {engine for op, engine in ran if op == "relu"}, out
+    engines, want = relu_engines(lambda: off(x))
+    assert engines == {"numba"}   # without programs the node runs as the selector chose
+    engines, first = relu_engines(lambda: g(x))
+    assert engines == {"onednn"} and not program_runs
+    close(first, want)
+    engines, second = relu_engines(lambda: g(x))
+    assert engines == set() and program_runs
+    close(second, want)
+    with polyeng.verbose(1):   # the program does not take it: the nodes' own plans run
+        engines, third = relu_engines(lambda: g(x))
+    capsys.readouterr()
+    assert engines == {"numba"}
+    close(third, want)
+
+
 def test_scopes_that_choose_otherwise_run_node_by_node(program_runs):
     g = _graph()
     for scope in (lambda: polyeng.compute_eng("numba"), lambda: polyeng.compute_eng("basic", fallback=False),

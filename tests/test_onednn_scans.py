@@ -15,7 +15,7 @@ SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, F32.max, F32.min, F32.tiny, -F32.tiny,
 
 @pytest.fixture(autouse=True)
 def compiled():
-    assert _scans.compiled() is not None, _scans._failed   # numba is a dependency: they must compile
+    assert _scans.compiled() is not None, _scans._failed   # llvmlite is a dependency: they must compile
 
 
 def _cases():
@@ -57,13 +57,14 @@ def test_a_nan_is_found_and_the_rest_s_extremes_given(where, nan):
     assert _scans.extremes(np.full(4, np.nan, np.float32)) == (0.0, 0.0, True)
 
 
-def test_read_only_values_scan_alike():   # through numpy's forms: a host program's kept mask is one
+def test_read_only_values_scan_alike():   # a host program's kept mask is one
     flat = RNG.standard_normal(999).astype(np.float32)
     fixed = flat.copy()
     fixed.flags.writeable = False
     assert _scans.magnitude(fixed) == _scans.magnitude(flat)
     assert _scans.extremes(fixed) == _scans.extremes(flat)
     assert _scans.rows_in_doubt(fixed, fixed) == _scans.rows_in_doubt(flat, flat)
+    assert _scans.masked_rows(fixed, 9) == _scans.masked_rows(flat, 9)
 
 
 def test_rows_in_doubt_match_may_be_constant():

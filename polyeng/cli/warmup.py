@@ -96,13 +96,13 @@ def numba_cache_counts() -> tuple[int, int, str | None]:
 
 def _warm_program_loops(entry: dict) -> None:
     """The compiled loops a graph's oneDNN programs run in (``backends/onednn/_native.py``, the lane
-    worker's: llvmlite's, made in each process) and the guards' scans (numba's, compiled into its
-    disk cache): made here, as a program's first run would make them."""
+    worker's) and their guards' scans: llvmlite's, compiled here into polyeng's cache folder as a
+    program's first run would compile them (``backends/onednn/_llvm.py``)."""
     from ..backends.onednn import _lane_worker, _native, _scans
     began = time.perf_counter()
     if _native.available():   # else (llvmlite missing) programs run from Python
         _lane_worker.available()   # where the C library has POSIX semaphores
-    _scans.compiled()   # compiled now, or loaded from numba's disk cache (None where numba cannot)
+    _scans.compiled()   # None where llvmlite cannot make them
     entry["seconds"] += time.perf_counter() - began
 
 

@@ -273,11 +273,13 @@ class Program:
             as_given = not aliased and _arrays_are_inputs(args, slot_of_id, step.fixed)
             if as_given and plan.cached:
                 entry = _Planned(plan, args, slot_of_id, step.fixed)
+        first = plan
         if recorded is not None and as_given:   # a oneDNN program may hold it (a cast's plan is not kept)
             found = segments.facts(step, args, plan)
             if found is not None:
                 recorded[index] = found
-        step.store(plan.execute(args, True, level), env)
+                first = segments.first_run_plan(spec, args, reg, plan)
+        step.store(first.execute(args, True, level), env)
         return entry
 
     # --- keys and devices ------------------------------------------------------------------------

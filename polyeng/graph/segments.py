@@ -81,6 +81,28 @@ def wanted(program, engine) -> bool:
     return record is not None and record.status()[0]
 
 
+# the engines a first run computes a node a program may hold on, the first that takes it
+FIRST_RUN_ENGINES = ("onednn", "basic")
+
+
+def first_run_plan(spec, args, reg, plan):
+    """The plan a graph's first run computes a node that a program may hold with: ``plan`` (the
+    selector's, which the node keeps for the runs no program takes) where it is ONEDNN's or
+    BASIC's, else ONEDNN's or BASIC's own. The program computes the node from the second run on,
+    so the first run need not load another engine's kernels for it: numba's first kernel in a
+    process sets up its compiler's typing (about 0.35 s) and takes about 50 MB."""
+    if plan.decision.engine in FIRST_RUN_ENGINES:
+        return plan
+    from ..engine import dispatch
+    from ..engine.settings import compute_eng
+    for engine in FIRST_RUN_ENGINES:
+        with compute_eng(engine):
+            chosen = dispatch.plan_for(spec, args, reg)
+        if chosen.decision.engine == engine:
+            return chosen
+    return plan
+
+
 def _is_slot(value) -> bool:
     from .runner import _is_slot as is_slot   # the runner imports this module
     return is_slot(value)

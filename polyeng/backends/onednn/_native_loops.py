@@ -15,9 +15,9 @@ or the address of an array's first element.
   done. ``_lane_worker.py`` describes the table a task is written in.
 
 The functions are a few loops around C calls, so they are written here as LLVM IR and compiled
-once per process (about 10 ms), not through numba: a process that runs only oneDNN programs then
-never imports numba, whose import, typing set-up and cached-function loads took 0.4-1.0 s of a
-CNN's second call (the call that builds its programs) and about 115 MB of its memory.
+once per process (``_llvm.py``, about 10 ms), not through numba: a process that runs only oneDNN
+programs then never imports numba, whose import, typing set-up and cached-function loads took
+0.4-1.0 s of a CNN's second call (the call that builds its programs) and about 115 MB.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ SIGNATURES = {"run_calls": ("i64", 11), "run_row": ("i64", 3), "acquire": (None,
               "serve": ("i64", 8)}
 
 _lock = threading.Lock()
-_made: dict = {}   # "functions": name -> ctypes function; "engine": keeps their code alive
+_made: dict = {}   # "functions": name -> ctypes function
 
 
 class _Builder:
@@ -83,18 +83,8 @@ class _Builder:
 
     def counted_loop(self, b, fn, count, body):
         """``for i in range(count): body(b, i)``; ``body`` may leave through its own returns."""
-        slot = b.alloca(self.i64)
-        b.store(self.const(0), slot)
-        test, step, done = (fn.append_basic_block(n) for n in ("test", "body", "done"))
-        b.branch(test)
-        b.position_at_end(test)
-        i = b.load(slot)
-        b.cbranch(b.icmp_signed("<", i, count), step, done)
-        b.position_at_end(step)
-        body(b, i)
-        b.store(b.add(i, self.const(1)), slot)
-        b.branch(test)
-        b.position_at_end(done)
+        from ._llvm import loop
+        loop(b, fn, self.const(0), count, body)
 
     def run_calls(self):
         """run_calls(fns, stream, handles, counts, packed, threads, calls, bound, sources, bound_n,
@@ -227,30 +217,19 @@ class _Builder:
 
 
 def _make() -> dict:
-    from llvmlite import binding as llvm
     from llvmlite import ir
+    from ._llvm import compile_module
     builder = _Builder(ir)
     builder.run_calls()
     builder.run_row()
     builder.acquire()
     builder.post()
     builder.serve()
-    try:
-        llvm.initialize()   # wanted before llvmlite 0.45; later ones initialize themselves and refuse it
-    except Exception:
-        pass
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    module = llvm.parse_assembly(str(builder.module))
-    module.verify()
-    machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
-    engine = llvm.create_mcjit_compiler(module, machine)
-    engine.finalize_object()
-    functions = {}
-    for name, (result, count) in SIGNATURES.items():
-        back = {"i64": ctypes.c_int64, "i32": ctypes.c_int32, None: None}[result]
-        functions[name] = ctypes.CFUNCTYPE(back, *[ctypes.c_uint64] * count)(engine.get_function_address(name))
-    return {"functions": functions, "engine": engine, "module": module}
+    results = {"i64": ctypes.c_int64, "i32": ctypes.c_int32, None: None}
+    # not optimised: the loops wait on C calls, and the passes would double the compile's time
+    return {"functions": compile_module(builder.module, {
+        name: (results[result], [ctypes.c_uint64] * count) for name, (result, count) in SIGNATURES.items()},
+        optimise=False)}
 
 
 def functions() -> dict:

@@ -1,81 +1,194 @@
-"""The compiled scans of ``_scans.py`` (imported once numba is wanted): one pass each, on
-integers where that lets LLVM vectorise the reduction without assuming that no NaN is met."""
+"""The compiled scans of ``_scans.py``: one pass each, on integers where that lets LLVM vectorise
+the reduction without assuming that no NaN is met. Written as LLVM IR and compiled with llvmlite
+(``_llvm.py``) on first use; each function here takes C-contiguous arrays and calls its compiled
+form at their addresses."""
 from __future__ import annotations
 
-import numpy as np
+import ctypes
+import struct
+import threading
 
-from ..numba._runtime import jit
+from .._address import address
+from ._llvm import loop, variable
 
 ABS, INF = 0x7FFFFFFF, 0x7F800000
 NEG_INF = -0x800000   # the int32 bits of -inf (0xFF800000)
+INT_MIN, INT_MAX = -2**31, 2**31 - 1
+
+_lock = threading.Lock()
+_compiled: dict = {}
 
 
-@jit
-def as_float(bits):
+def as_float(bits: int) -> float:
     """The f32 whose bits are int32 ``bits``, as a float."""
-    word = np.empty(1, np.int32)
-    word[0] = bits
-    return np.float64(word.view(np.float32)[0])
+    return struct.unpack("<f", struct.pack("<i", bits))[0]
 
 
-@jit
-def magnitude_bits(bits):
+def _unflip(key: int) -> int:
+    """A monotone key back to its f32 bits (the flip is its own inverse)."""
+    return key ^ ((key >> 31) & ABS)
+
+
+class _Scans:
+    """The IR of the four scans: every argument an i64 (an address or a count)."""
+
+    def __init__(self, ir):
+        self.ir = ir
+        self.i1, self.i32, self.i64, self.f32 = ir.IntType(1), ir.IntType(32), ir.IntType(64), ir.FloatType()
+        self.module = ir.Module(name="polyeng_onednn_scans")
+
+    def c32(self, value):
+        return self.ir.Constant(self.i32, value)
+
+    def c64(self, value):
+        return self.ir.Constant(self.i64, value)
+
+    def function(self, name, result, count):
+        fn = self.ir.Function(self.module, self.ir.FunctionType(result, [self.i64] * count), name=name)
+        return fn, self.ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def pointer(self, b, base, index, kind):
+        # a GEP of the base address as a pointer, which LLVM's loop analysis reads (an inttoptr of
+        # base + offset it does not, and the loop then is not vectorised)
+        return b.gep(b.inttoptr(base, kind.as_pointer()), [index], inbounds=True)
+
+    def load(self, b, base, index, kind=None):
+        return b.load(self.pointer(b, base, index, kind or self.i32))
+
+    def variable(self, b, kind, value):
+        return variable(b, kind, value)
+
+    def loop(self, b, fn, first, stop, body, step=None):
+        loop(b, fn, first, stop, body, step)
+
+    def keep(self, b, slot, value, op):
+        """``slot = value if value op slot else slot`` (signed)."""
+        old = b.load(slot)
+        b.store(b.select(b.icmp_signed(op, value, old), value, old), slot)
+
+    def key(self, b, k):
+        """f32 bits made monotone: a negative number's bits flipped below its sign."""
+        return b.xor(k, b.and_(b.ashr(k, self.c32(31)), self.c32(ABS)))
+
+    def magnitude(self):
+        """magnitude(bits, n) -> the largest of bits & ABS (i32)."""
+        fn, b = self.function("magnitude", self.i32, 2)
+        bits, n = fn.args
+        m = self.variable(b, self.i32, self.c32(0))
+        self.loop(b, fn, self.c64(0), n,
+                  lambda b, i: self.keep(b, m, b.and_(self.load(b, bits, i), self.c32(ABS)), ">"))
+        b.ret(b.load(m))
+
+    def extremes(self):
+        """extremes(keys, n) -> the largest key << 32 | the smallest key (as unsigned 32 bits)."""
+        fn, b = self.function("extremes", self.i64, 2)
+        keys, n = fn.args
+        hi = self.variable(b, self.i32, self.c32(INT_MIN))
+        lo = self.variable(b, self.i32, self.c32(INT_MAX))
+
+        def body(b, i):
+            s = self.key(b, self.load(b, keys, i))
+            self.keep(b, hi, s, ">")
+            self.keep(b, lo, s, "<")
+        self.loop(b, fn, self.c64(0), n, body)
+        b.ret(self.pack(b, b.load(hi), b.load(lo)))
+
+    def pack(self, b, high, low):
+        """Two i32 in one i64: ``high`` above, ``low``'s 32 bits below."""
+        return b.or_(b.shl(b.sext(high, self.i64), self.c64(32)), b.zext(low, self.i64))
+
+    def masked_rows(self):
+        """masked_rows(keys, n, row) -> (how many rows of ``row`` keys are -inf only) << 32 | the
+        smallest key that is not -inf's (INT_MAX if none). Per row two loops of one reduction
+        each, which LLVM vectorises (one loop of both did not: 3x the time)."""
+        fn, b = self.function("masked_rows", self.i64, 3)
+        keys, n, row = fn.args
+        lo = self.variable(b, self.i32, self.c32(INT_MAX))
+        whole = self.variable(b, self.i32, self.c32(0))
+        count = self.variable(b, self.i32, self.c32(0))
+        minus = self.c32(NEG_INF ^ ABS)   # -inf's key: the lowest of all
+
+        def per_row(b, start):
+            b.store(self.c32(0), count)
+
+            def counted(b, i):
+                k = self.load(b, keys, b.add(start, i))
+                b.store(b.add(b.load(count), b.zext(b.icmp_signed("==", k, self.c32(NEG_INF)), self.i32)), count)
+            self.loop(b, fn, self.c64(0), row, counted)
+
+            def lowest(b, i):
+                s = self.key(b, self.load(b, keys, b.add(start, i)))
+                s = b.select(b.icmp_signed("==", s, minus), self.c32(INT_MAX), s)
+                self.keep(b, lo, s, "<")
+            self.loop(b, fn, self.c64(0), row, lowest)
+            full = b.icmp_signed("==", b.sext(b.load(count), self.i64), row)
+            b.store(b.add(b.load(whole), b.zext(full, self.i32)), whole)
+        self.loop(b, fn, self.c64(0), n, per_row, step=row)
+        b.ret(self.pack(b, b.load(whole), b.load(lo)))
+
+    def doubt(self):
+        """doubt(mean, var, n) -> how many rows have var <= (|mean| * 2**-10)**2 (f32, ordered:
+        a NaN compares false)."""
+        fn, b = self.function("doubt", self.i64, 3)
+        mean, var, n = fn.args
+        count = self.variable(b, self.i64, self.c64(0))
+
+        def body(b, i):
+            bits = b.and_(b.bitcast(self.load(b, mean, i, self.f32), self.i32), self.c32(ABS))
+            m = b.fmul(b.bitcast(bits, self.f32), self.ir.Constant(self.f32, 2.0 ** -10))
+            low = b.fcmp_ordered("<=", self.load(b, var, i, self.f32), b.fmul(m, m))
+            b.store(b.add(b.load(count), b.zext(low, self.i64)), count)
+        self.loop(b, fn, self.c64(0), n, body)
+        b.ret(b.load(count))
+
+
+def _make() -> dict:
+    from llvmlite import ir
+    from ._llvm import compile_module
+    scans = _Scans(ir)
+    for name in ("magnitude", "extremes", "masked_rows", "doubt"):
+        getattr(scans, name)()
+    u64, i64 = ctypes.c_uint64, ctypes.c_int64
+    return compile_module(scans.module, {"magnitude": (ctypes.c_int32, [u64, i64]),
+                                         "extremes": (i64, [u64, i64]),
+                                         "masked_rows": (i64, [u64, i64, i64]),
+                                         "doubt": (i64, [u64, u64, i64])})
+
+
+def functions() -> dict:
+    """name -> the compiled scan (made on first use; raises where llvmlite cannot make them)."""
+    if not _compiled:
+        with _lock:
+            if not _compiled:
+                _compiled.update(_make())
+    return _compiled
+
+
+def magnitude_bits(bits) -> float:
     """The largest ``|x|`` of f32 values given as their int32 bits (NaN if one is a NaN)."""
-    m = np.int32(0)
-    for i in range(bits.size):
-        a = bits[i] & np.int32(ABS)
-        m = a if a > m else m
-    return as_float(m)
+    return as_float(functions()["magnitude"](address(bits), bits.size))
 
 
-@jit
-def extreme_keys(keys):
-    """(largest, smallest, whether one is a NaN) of f32 values given as their int32 bits."""
-    hi, lo, m = np.int32(-2147483648), np.int32(2147483647), np.int32(0)
-    for i in range(keys.size):
-        k = keys[i]
-        a = k & np.int32(ABS)
-        m = a if a > m else m
-        # a negative number's bits flipped below its sign: larger magnitudes sort lower
-        s = k ^ ((k >> np.int32(31)) & np.int32(ABS))
-        hi = s if s > hi else hi
-        lo = s if s < lo else lo
-    # the flip undone (it is its own inverse)
-    return (as_float(hi ^ ((hi >> np.int32(31)) & np.int32(ABS))),
-            as_float(lo ^ ((lo >> np.int32(31)) & np.int32(ABS))), m > np.int32(INF))
+def _split(packed: int) -> tuple[int, int]:
+    """The two i32 of ``pack``: (high, low)."""
+    low = packed & 0xFFFFFFFF
+    return packed >> 32, low - (1 << 32) if low >= 1 << 31 else low
 
 
-@jit
-def masked_rows(keys, row):
-    """(the smallest value that is not -inf, or 0.0 if none; whether a row of ``row`` values is
-    -inf only) of finite or -inf f32 values given as their int32 bits, rows of ``row`` one after
-    another. Per row two loops of one integer reduction each, which LLVM vectorises (one loop of
-    both did not: 3x the time)."""
-    lo = np.int32(2147483647)
-    whole = 0
-    minus = np.int32(NEG_INF ^ ABS)   # -inf's key once the bits are made monotone: the lowest of all
-    for start in range(0, keys.size, row):
-        part = keys[start:start + row]
-        count = np.int32(0)
-        for i in range(row):
-            count += np.int32(part[i] == np.int32(NEG_INF))
-        for i in range(row):
-            k = part[i]
-            s = k ^ ((k >> np.int32(31)) & np.int32(ABS))
-            s = np.int32(2147483647) if s == minus else s
-            lo = s if s < lo else lo
-        whole += count == row
-    if lo == np.int32(2147483647):
-        return 0.0, whole > 0
-    return as_float(lo ^ ((lo >> np.int32(31)) & np.int32(ABS))), whole > 0
+def extreme_keys(keys) -> tuple[float, float, bool]:
+    """(largest, smallest, whether one is a NaN) of f32 values given as their int32 bits: a NaN's
+    key lies above +inf's or below -inf's."""
+    hi, lo = _split(functions()["extremes"](address(keys), keys.size))
+    return as_float(_unflip(hi)), as_float(_unflip(lo)), hi > INF or lo < NEG_INF ^ ABS
 
 
-@jit
-def doubt(mean, var):
+def masked_rows(keys, row: int) -> tuple[float, int]:
+    """(the smallest value that is not -inf, or 0.0 if none; how many rows of ``row`` values are
+    -inf only) of finite or -inf f32 values given as their int32 bits, rows one after another."""
+    whole, lo = _split(functions()["masked_rows"](address(keys), keys.size, row))
+    return (0.0 if lo == INT_MAX else as_float(_unflip(lo))), whole
+
+
+def doubt(mean, var) -> bool:
     """Whether any row's statistics leave it in doubt (``normalization.may_be_constant``, in f32)."""
-    count = 0
-    scale = np.float32(2.0 ** -10)
-    for i in range(mean.size):
-        m = np.abs(mean[i]) * scale
-        count += var[i] <= m * m
-    return count > 0
+    return functions()["doubt"](address(mean), address(var), mean.size) > 0

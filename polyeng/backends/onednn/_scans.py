@@ -1,5 +1,5 @@
 """The scans of a program's guards (``segment.Program.bounded`` and ``checks_pass``) in one
-compiled pass each, where the process has loaded numba already (``segment._scans_compiled``).
+compiled pass each (llvmlite's, as the programs' loop: ``_llvm.py``).
 
 Run through numpy, a guard is a few ufunc calls per value (a sum of squares for each input, the
 largest and smallest of each softmax mask, four ufuncs over every layer norm's statistics), about
@@ -19,9 +19,8 @@ integers where that lets LLVM vectorise the reduction without assuming that no N
   the whole mask, 50 us per call of GPT-2's TorchScript export at batch 1, whose causal mask
   holds -inf).
 
-Each function has numpy's form too (``*_numpy``), which the caller uses where numba is not loaded
-and the tests compare with; read-only values take it too (numba compiles a version of its own for
-them, and loading each version from the disk cache costs milliseconds on a program's first run).
+Each function has numpy's form too (``*_numpy``), which the caller uses where llvmlite cannot
+compile the scans and the tests compare with.
 """
 from __future__ import annotations
 
@@ -38,11 +37,10 @@ _failed: list = []   # why the scans could not be made, once tried
 def _compile() -> dict:
     if not _scans:
         from . import _scan_loops as L
-        # compiled (or loaded from numba's cache) now, so that a failure is found here and not in
-        # a run; for writable values only (numba types read-only ones apart, and loading each
-        # version costs milliseconds: read-only values take numpy's forms)
+        # compiled now, and tried, so that a failure is found here and not in a run
         values = np.array([1.0, -2.0], np.float32)
-        L.magnitude_bits(values.view(np.int32))
+        if L.magnitude_bits(values.view(np.int32)) != 2.0:
+            raise RuntimeError("the compiled magnitude scan gave a wrong result")
         L.extreme_keys(values.view(np.int32))
         L.doubt(values, values)
         L.masked_rows(values.view(np.int32), 1)
@@ -51,12 +49,12 @@ def _compile() -> dict:
 
 
 def compiled() -> dict | None:
-    """The compiled scans, or None where numba cannot make them (then numpy's forms serve)."""
+    """The compiled scans, or None where llvmlite cannot make them (then numpy's forms serve)."""
     if _failed:
         return None
     try:
         return _compile()
-    except Exception as exc:   # numba missing or failing: numpy's forms serve
+    except Exception as exc:   # llvmlite missing or failing: numpy's forms serve
         _failed.append(f"{type(exc).__name__}: {exc}")
         return None
 
@@ -65,8 +63,6 @@ def magnitude(flat) -> float:
     """The largest magnitude of C-contiguous 1-D f32 ``flat`` (0.0 if empty, NaN if it holds one)."""
     if not flat.size:
         return 0.0
-    if not flat.flags.writeable:
-        return magnitude_numpy(flat)
     return _scans["magnitude"](flat.view(np.int32))
 
 
@@ -81,8 +77,6 @@ def extremes(flat) -> tuple[float, float, bool]:
     empty or only NaN)."""
     if not flat.size:
         return 0.0, 0.0, False
-    if not flat.flags.writeable:
-        return extremes_numpy(flat)
     hi, lo, nan = _scans["extremes"](flat.view(np.int32))
     if nan:   # the keys of NaNs lie beyond infinity's: the extremes of the rest, from numpy
         return extremes_numpy(flat)
@@ -107,8 +101,6 @@ def masked_rows(flat, row: int) -> tuple[float, bool]:
     softmax's mask whose largest value is finite: ``segment._mask_range``)."""
     if not flat.size:
         return 0.0, False
-    if not flat.flags.writeable:
-        return masked_rows_numpy(flat, row)
     lo, whole = _scans["masked"](flat.view(np.int32), row)
     return lo, bool(whole)
 
@@ -125,8 +117,6 @@ def masked_rows_numpy(flat, row: int) -> tuple[float, bool]:
 def rows_in_doubt(mean, var) -> bool:
     """Whether any row's layer norm statistics ``mean``, ``var`` (f32, C-contiguous) leave it in
     doubt (``normalization.may_be_constant``)."""
-    if not (mean.flags.writeable and var.flags.writeable):
-        return rows_in_doubt_numpy(mean, var)
     return bool(_scans["doubt"](mean, var))
 
 

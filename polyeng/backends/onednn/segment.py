@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import sys
 import threading
 
 import numpy as np
@@ -551,12 +550,9 @@ class Program:
         return True
 
     def _scans_compiled(self) -> bool:
-        """Whether the guards scan with ``_scans.py``'s compiled functions: where the process has
-        loaded numba already (for a kernel of its own) and they compile. A process that runs only
-        oneDNN programs does not load numba for them (its import and set-up take longer than a
-        CNN's whole first run); numpy's forms give the same results."""
+        """Whether the guards scan with ``_scans.py``'s compiled functions (else numpy's)."""
         if self._compiled_scans is None:
-            self._compiled_scans = "numba" in sys.modules and _scans.compiled() is not None
+            self._compiled_scans = _scans.compiled() is not None
         return self._compiled_scans
 
     def _walk(self, bound, ranges) -> bool:

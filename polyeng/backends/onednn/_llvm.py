@@ -1,0 +1,123 @@
+"""Small LLVM IR modules compiled with llvmlite into ctypes functions: the oneDNN programs' loop
+(``_native_loops.py``) and their guards' scans (``_scan_loops.py``).
+
+Both are a few loops each, so they are written as IR here rather than compiled by numba, whose
+first function in a process sets up its typing (0.3-0.4 s) and holds about 50 MB beside its
+import's 64 MB. A module is optimised for this CPU (loops vectorised) where llvmlite has LLVM's
+new pass manager (0.44 and later) and compiled unoptimised otherwise. A ctypes function releases
+the GIL while it runs.
+
+The machine code is kept in polyeng's cache folder (``compiled/`` under ``XDG_CACHE_HOME`` or
+``~/.cache``, by a digest of the IR, the CPU and its features, and the LLVM and llvmlite
+versions), written under a temporary name and renamed into place: a later process loads it
+instead of optimising and compiling again (the scans took 55-65 ms to optimise and compile, a
+process's CNN run 50 ms). A folder it cannot write to only costs that time.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import pathlib
+import tempfile
+
+_kept: list = []   # the execution engines: their code lives as long as the process
+
+
+def variable(b, kind, value):
+    """A stack slot of ``kind`` holding ``value``, made in the function's entry block (where
+    LLVM's passes turn it into a register)."""
+    with b.goto_entry_block():
+        slot = b.alloca(kind)
+    b.store(value, slot)
+    return slot
+
+
+def loop(b, fn, first, stop, body, step=None):
+    """``for i in range(first, stop, step): body(b, i)`` with i64 bounds (``step`` default 1);
+    ``body`` may leave through its own returns."""
+    slot = variable(b, first.type, first)
+    test, inner, done = (fn.append_basic_block(n) for n in ("test", "body", "done"))
+    b.branch(test)
+    b.position_at_end(test)
+    i = b.load(slot)
+    b.cbranch(b.icmp_signed("<", i, stop), inner, done)
+    b.position_at_end(inner)
+    body(b, i)
+    b.store(b.add(i, step if step is not None else first.type(1)), slot)
+    b.branch(test)
+    b.position_at_end(done)
+
+
+def _machine(llvm):
+    try:
+        llvm.initialize()   # wanted before llvmlite 0.45; later ones initialise themselves and refuse it
+    except Exception:
+        pass
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+                                        opt=3)
+
+
+def _optimise(llvm, module, machine) -> None:
+    if not hasattr(llvm, "create_pass_builder"):
+        return
+    options = llvm.create_pipeline_tuning_options(3)
+    options.loop_vectorization = options.slp_vectorization = True
+    builder = llvm.create_pass_builder(machine, options)
+    builder.getModulePassManager().run(module, builder)
+
+
+def _cache_path(llvm, text: str, optimise: bool, stem: str) -> pathlib.Path:
+    import llvmlite
+    from ...models.export_cache import default_folder
+    parts = [text, llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(), llvmlite.__version__,
+             str(llvm.llvm_version_info), str(optimise)]
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return default_folder() / "compiled" / f"{stem}-{digest}.o"
+
+
+def _read(path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _write(path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(suffix=".o", dir=path.parent)
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except OSError:   # a folder it cannot write to: compiled again next time
+        try:
+            os.unlink(temporary)
+        except (OSError, UnboundLocalError):
+            pass
+
+
+def compile_module(ir_module, signatures: dict, optimise: bool = True) -> dict:
+    """name -> ctypes function of each of ``ir_module``'s functions named in ``signatures``
+    (name -> (ctypes result type or None, [ctypes argument types])); ``optimise``: run LLVM's
+    optimisation passes first (about 25 ms for a few loops; worth it where the loops are long).
+    The machine code comes from the cache folder where a process made it before."""
+    from llvmlite import binding as llvm
+    machine = _machine(llvm)
+    text = str(ir_module)
+    path = _cache_path(llvm, text, optimise, ir_module.name)
+    kept = _read(path)
+    module = llvm.parse_assembly(text)
+    module.verify()
+    if optimise and kept is None:
+        _optimise(llvm, module, machine)
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.set_object_cache(lambda _module, data: None if kept is not None else _write(path, data),
+                            lambda _module: kept)
+    engine.finalize_object()
+    _kept.append((engine, module))
+    return {name: ctypes.CFUNCTYPE(result, *arguments)(engine.get_function_address(name))
+            for name, (result, arguments) in signatures.items()}
