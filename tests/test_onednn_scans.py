@@ -67,6 +67,15 @@ def test_read_only_values_scan_alike():   # a host program's kept mask is one
     assert _scans.masked_rows(fixed, 9) == _scans.masked_rows(flat, 9)
 
 
+def test_strided_values_scan_alike():
+    wide = RNG.standard_normal(2 * 999).astype(np.float32)
+    flat, strided = wide[::2].copy(), wide[::2]
+    assert _scans.magnitude(strided) == _scans.magnitude(flat)
+    assert _scans.extremes(strided) == _scans.extremes(flat)
+    assert _scans.rows_in_doubt(strided, strided) == _scans.rows_in_doubt(flat, flat)
+    assert _scans.masked_rows(strided, 9) == _scans.masked_rows(flat, 9)
+
+
 def test_rows_in_doubt_match_may_be_constant():
     for _ in range(200):
         rows = int(RNG.integers(1, 50))

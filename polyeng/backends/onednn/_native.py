@@ -63,8 +63,9 @@ def _functions():
                 fns = np.array([_address_of(l.dnnl_primitive_execute), _address_of(l.dnnl_stream_wait),
                                 _address_of(l.dnnl_memory_set_data_handle), _address_of(omp[0])]
                                + _c_library_addresses(), np.uint64)
-                # compiled now, so that a failure is found here
-                if run_calls(address(fns), 0, address(np.zeros(L.ROW, np.int64))) != 0:
+                # compiled now, so that a failure is found here (a row of no calls)
+                nothing = np.zeros(L.ROW, np.int64)
+                if run_calls(address(fns), 0, address(nothing)) != 0:
                     raise RuntimeError("the compiled loop failed on no calls")
                 _loop["fns"], _loop["run"] = fns, run_calls
             except Exception as exc:   # llvmlite missing or failing: programs run from Python

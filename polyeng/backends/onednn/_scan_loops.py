@@ -1,12 +1,14 @@
 """The compiled scans of ``_scans.py``: one pass each, on integers where that lets LLVM vectorise
 the reduction without assuming that no NaN is met. Written as LLVM IR and compiled with llvmlite
-(``_llvm.py``) on first use; each function here takes C-contiguous arrays and calls its compiled
-form at their addresses."""
+(``_llvm.py``) on first use; each function here takes 1-D arrays of 4-byte items (a strided one
+is copied) and calls its compiled form at their addresses."""
 from __future__ import annotations
 
 import ctypes
 import struct
 import threading
+
+import numpy as np
 
 from .._address import address
 from ._llvm import loop, variable
@@ -166,6 +168,7 @@ def functions() -> dict:
 
 def magnitude_bits(bits) -> float:
     """The largest ``|x|`` of f32 values given as their int32 bits (NaN if one is a NaN)."""
+    bits = np.ascontiguousarray(bits)
     return as_float(functions()["magnitude"](address(bits), bits.size))
 
 
@@ -178,6 +181,7 @@ def _split(packed: int) -> tuple[int, int]:
 def extreme_keys(keys) -> tuple[float, float, bool]:
     """(largest, smallest, whether one is a NaN) of f32 values given as their int32 bits: a NaN's
     key lies above +inf's or below -inf's."""
+    keys = np.ascontiguousarray(keys)
     hi, lo = _split(functions()["extremes"](address(keys), keys.size))
     return as_float(_unflip(hi)), as_float(_unflip(lo)), hi > INF or lo < NEG_INF ^ ABS
 
@@ -185,10 +189,12 @@ def extreme_keys(keys) -> tuple[float, float, bool]:
 def masked_rows(keys, row: int) -> tuple[float, int]:
     """(the smallest value that is not -inf, or 0.0 if none; how many rows of ``row`` values are
     -inf only) of finite or -inf f32 values given as their int32 bits, rows one after another."""
+    keys = np.ascontiguousarray(keys)
     whole, lo = _split(functions()["masked_rows"](address(keys), keys.size, row))
     return (0.0 if lo == INT_MAX else as_float(_unflip(lo))), whole
 
 
 def doubt(mean, var) -> bool:
     """Whether any row's statistics leave it in doubt (``normalization.may_be_constant``, in f32)."""
+    mean, var = np.ascontiguousarray(mean), np.ascontiguousarray(var)
     return functions()["doubt"](address(mean), address(var), mean.size) > 0
