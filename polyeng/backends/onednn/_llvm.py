@@ -20,8 +20,10 @@ import hashlib
 import os
 import pathlib
 import tempfile
+import threading
 
 _kept: list = []   # the execution engines: their code lives as long as the process
+_lock = threading.Lock()   # one module compiled at a time: LLVM's set-up is not made to run twice at once
 
 
 def variable(b, kind, value):
@@ -87,6 +89,7 @@ def _read(path) -> bytes | None:
 
 
 def _write(path, data: bytes) -> None:
+    temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(suffix=".o", dir=path.parent)
@@ -94,10 +97,11 @@ def _write(path, data: bytes) -> None:
             out.write(data)
         os.replace(temporary, path)
     except OSError:   # a folder it cannot write to: compiled again next time
-        try:
-            os.unlink(temporary)
-        except (OSError, UnboundLocalError):
-            pass
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
 
 
 def compile_module(ir_module, signatures: dict, optimise: bool = True) -> dict:
@@ -106,6 +110,11 @@ def compile_module(ir_module, signatures: dict, optimise: bool = True) -> dict:
     optimisation passes first (about 25 ms for a few loops; worth it where the loops are long).
     The machine code comes from the cache folder where a process made it before."""
     from llvmlite import binding as llvm
+    with _lock:
+        return _compile(llvm, ir_module, signatures, optimise)
+
+
+def _compile(llvm, ir_module, signatures: dict, optimise: bool) -> dict:
     machine = _machine(llvm)
     text = str(ir_module)
     path = _cache_path(llvm, text, optimise, ir_module.name)
