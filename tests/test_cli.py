@@ -140,7 +140,10 @@ def test_info_json_is_machine_readable(capsys):
     import polyeng
     assert main(["info", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert {"python", "numpy", "numba", "pyopencl", "ml_dtypes", "polyeng"} <= set(info["versions"])
+    assert {"python", "numpy", "numba", "llvmlite", "pyopencl", "ml_dtypes", "polyeng"} <= set(info["versions"])
+    if {e.name: e for e in polyeng.engines()}["onednn"].available:   # how its programs run, and where
+        assert any(line.startswith("programs' compiled loop: llvmlite ") and line.endswith("compiled")
+                   for line in info["details"]["onednn"]), info["details"]["onednn"]
     engines = {e["name"]: e for e in info["engines"]}
     assert set(engines) == {e.name for e in polyeng.engines()}
     assert engines["basic"]["available"] is True and engines["basic"]["reason"] == ""

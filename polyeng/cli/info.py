@@ -9,6 +9,7 @@ from importlib import metadata
 
 # the optional packages behind polyeng[onnx] and polyeng[dask]
 EXTRAS = ("onnx", "onnxruntime", "dask", "distributed")
+DEPENDENCIES = ("numpy", "ml_dtypes", "pluggy", "numba", "llvmlite", "pyopencl")
 
 
 def _version(dist: str) -> str:
@@ -50,7 +51,7 @@ def report() -> str:
     out = [f"polyeng {polyeng.__version__} on Python {platform.python_version()} ({platform.machine()}, "
            f"{os.cpu_count()} CPUs)",
            "versions: " + ", ".join(f"{d} {_version(d)}" for d in
-                                    ("numpy", "ml_dtypes", "pluggy", "numba", "pyopencl")),
+                                    DEPENDENCIES),
            "extras: " + ", ".join(f"{d} {_version(d)}" for d in EXTRAS),
            "", "engines:"]
     from ..ops import OPS
@@ -144,7 +145,7 @@ def as_json() -> dict:
         "polyeng": version(), "python": platform.python_version(), "machine": platform.machine(),
         "cpu_count": os.cpu_count(),
         "versions": {"python": platform.python_version(), "polyeng": version(),
-                     **{d: _version(d) for d in ("numpy", "ml_dtypes", "pluggy", "numba", "pyopencl") + EXTRAS}},
+                     **{d: _version(d) for d in DEPENDENCIES + EXTRAS}},
         "engines": [{"name": e.name, "available": e.available, "reason": e.reason, "ops": list(e.ops)}
                     for e in polyeng.engines()],
         "opencl_devices": opencl_devices(),

@@ -30,7 +30,19 @@ def availability():
 def describe():
     from . import _lib
     native = ", ".join(_fpmath.native_types()) or "none"
-    return _lib.details() + [f"fp math down-conversions this CPU computes natively: {native}"]
+    return _lib.details() + [f"fp math down-conversions this CPU computes natively: {native}", _programs_loop()]
+
+
+def _programs_loop() -> str:
+    """How graphs' oneDNN programs run: in llvmlite's compiled loop (its machine code in the cache
+    folder), or from Python and why."""
+    from . import _native
+    if not _native.available():
+        return f"programs' compiled loop: none, programs run from Python ({_native._loop.get('error')})"
+    import llvmlite
+    from . import _llvm
+    return (f"programs' compiled loop: llvmlite {llvmlite.__version__}, machine code kept in "
+            f"{_llvm.cache_folder()}")
 
 
 def _last_impl() -> str:

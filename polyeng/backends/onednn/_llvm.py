@@ -72,13 +72,18 @@ def _optimise(llvm, module, machine) -> None:
     builder.getModulePassManager().run(module, builder)
 
 
+def cache_folder() -> pathlib.Path:
+    """Where the compiled machine code is kept: ``compiled`` in polyeng's cache folder."""
+    from ...models.export_cache import default_folder
+    return default_folder() / "compiled"
+
+
 def _cache_path(llvm, text: str, optimise: bool, stem: str) -> pathlib.Path:
     import llvmlite
-    from ...models.export_cache import default_folder
     parts = [text, llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(), llvmlite.__version__,
              str(llvm.llvm_version_info), str(optimise)]
     digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-    return default_folder() / "compiled" / f"{stem}-{digest}.o"
+    return cache_folder() / f"{stem}-{digest}.o"
 
 
 def _read(path) -> bytes | None:
