@@ -173,12 +173,17 @@ def test_a_first_run_computes_a_programs_nodes_on_onednn_and_keeps_the_selectors
     real_preference, real_execute = selector._preference, dispatch.BoundPlan.execute
     monkeypatch.setattr(selector, "_preference", lambda call: (["numba"] if call.op == "relu" else [])
                         + [e for e in real_preference(call) if call.op != "relu" or e != "numba"])
-    ran = []
+    ran, probed, real_verdict = [], [], selector.verdict
 
     def execute(self, *args, **kwargs):
         ran.append((self.spec.name, self.decision.engine))
         return real_execute(self, *args, **kwargs)
+
+    def verdict(call, reg, name):
+        probed.append((call.op, name))
+        return real_verdict(call, reg, name)
     monkeypatch.setattr(dispatch.BoundPlan, "execute", execute)
+    monkeypatch.setattr(selector, "verdict", verdict)
     x = RNG.standard_normal((2, 3, 21, 17)).astype(np.float32)   # a signature no other test plans
     g, off = fuse(trace(net, x)), fuse(trace(net, x), disable="onednn_programs")
 
@@ -188,12 +193,16 @@ def test_a_first_run_computes_a_programs_nodes_on_onednn_and_keeps_the_selectors
         return {engine for op, engine in ran if op == "relu"}, out
     engines, want = relu_engines(lambda: off(x))
     assert engines == {"numba"}   # without programs the node runs as the selector chose
+    monkeypatch.setattr(registry(), "plans", PlanCache())   # nor that one
+    del probed[:]
     engines, first = relu_engines(lambda: g(x))
     assert engines == {"onednn"} and not program_runs
     close(first, want)
     engines, second = relu_engines(lambda: g(x))
     assert engines == set() and program_runs
     close(second, want)
+    # nor was NUMBA asked about it: the node's own plan waits for a run that needs it
+    assert ("relu", "numba") not in probed and ("relu", "onednn") in probed
     with polyeng.verbose(1):   # the program does not take it: the nodes' own plans run
         engines, third = relu_engines(lambda: g(x))
     capsys.readouterr()
@@ -539,3 +548,42 @@ def test_an_upsampling_larger_than_a_resampling_run_ends_the_program(monkeypatch
     g(X)
     assert g._compiled().segment_spans == []   # the conv and relu before it: no run of 3 nodes is left
     close([got], [want])
+
+
+TRANSFORMER_ONLY = """
+import sys
+import numpy as np, polyeng
+from polyeng.graph import fuse, trace
+rng = np.random.default_rng(0)
+w1, w2 = (rng.standard_normal((2, 32, 32)) * 0.2).astype(np.float32)
+gamma, beta = np.ones(32, np.float32), np.zeros(32, np.float32)
+def block(x):
+    h = polyeng.layer_norm(x, (32,), gamma, beta)
+    scores = polyeng.softmax(polyeng.matmul(polyeng.linear(h, w1), h), axis=-1)   # seq == width
+    return polyeng.add(polyeng.gelu(polyeng.linear(polyeng.matmul(scores, h), w2)), x)
+x = rng.standard_normal((2, 32, 32)).astype(np.float32)
+with polyeng.compute_eng("basic"):   # tracing computes each op (a loaded model's graph does not)
+    g = fuse(trace(block, x))
+got = [g(x) for _ in range(3)]
+numba_loaded = "numba" in sys.modules
+from support import programs_taken
+with programs_taken() as taken:
+    got.append(g(x))
+want = fuse(trace(block, x), disable="onednn_programs")(x)
+print(numba_loaded, any(taken), all(np.allclose(r, want, rtol=1e-5, atol=1e-5) for r in got), flush=True)
+"""
+
+
+def test_a_graph_whose_nodes_programs_hold_runs_without_probing_numba(tmp_path):
+    """The selector recommends NUMBA for layer_norm, softmax and gelu; in a graph whose program
+    holds them no run needs their own plans, so numba (about 0.25 s and 64 MB) is never loaded."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "transformer_only.py"
+    script.write_text(TRANSFORMER_ONLY)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__)] + sys.path)}
+    env.pop("POLYENG_COMPUTE_ENG", None)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True", "True"], done.stdout

@@ -112,6 +112,24 @@ class _Planned:
                 self.fixed[name] = value
 
 
+class _SelectorPlan:
+    """The selector's plan of a node that a oneDNN program holds, decided when a run first needs
+    it (the program declined the run, or a verbose run executes the nodes one by one): then it
+    replaces itself as ``entry``'s execute. That run has the planned run's signature, fp math
+    mode and scope, which the graph's plan key holds. Two threads may both decide it: the
+    decision cache gives them the same plan."""
+
+    __slots__ = ("entry", "spec", "registry")
+
+    def __init__(self, entry: _Planned, spec, reg):
+        self.entry, self.spec, self.registry = entry, spec, reg
+
+    def execute(self, args, checked, level):
+        plan = dispatch.plan_for(self.spec, args, self.registry)
+        self.entry.execute = plan.execute
+        return plan.execute(args, checked, level)
+
+
 class Program:
     """A graph compiled to value slots, with its plans by input signature."""
 
@@ -258,11 +276,16 @@ class Program:
     def _plan_and_run(self, step, kwargs, env, reg, level, recorded=None, index=None):
         """Run a node the ordinary way (validate, plan, execute) and return its planned entry, or
         None when later runs must validate again (validation made new arrays, or the plan is not
-        one the decision cache keeps)."""
+        one the decision cache keeps).
+
+        A node a oneDNN program may hold runs on ONEDNN or BASIC (``segments.first_run_plan``),
+        and the selector decides its own plan only when a run first needs it (the program
+        declined): probing an engine loads its library, numba's about 0.25 s and 64 MB, for a
+        plan the program's runs never use."""
         spec = step.spec
         args = spec.validate(**kwargs)
-        plan = dispatch.plan_for(spec, args, reg)
-        entry = None
+        waits = recorded is not None and segments.selector_may_wait(reg)
+        plan = segments.first_run_plan(spec, args, reg) if waits else dispatch.plan_for(spec, args, reg)
         as_given = False   # validation returned the node's own values, each from one slot
         if plan.cached or recorded is not None:
             slot_of_id, aliased = {}, False
@@ -271,14 +294,20 @@ class Program:
             for s in slots:   # one object in two slots: a later run may give two, which one slot cannot tell
                 aliased |= slot_of_id.setdefault(id(env[s]), s) != s
             as_given = not aliased and _arrays_are_inputs(args, slot_of_id, step.fixed)
-            if as_given and plan.cached:
-                entry = _Planned(plan, args, slot_of_id, step.fixed)
+        # a oneDNN program may hold it (a cast's plan is not kept)
+        found = segments.facts(step, args, plan) if recorded is not None and as_given else None
+        if found is not None:
+            recorded[index] = found
         first = plan
-        if recorded is not None and as_given:   # a oneDNN program may hold it (a cast's plan is not kept)
-            found = segments.facts(step, args, plan)
-            if found is not None:
-                recorded[index] = found
-                first = segments.first_run_plan(spec, args, reg, plan)
+        if waits and found is None:   # the node runs on its own: the selector's plan, now
+            plan = first = dispatch.plan_for(spec, args, reg)
+        elif found is not None and not waits:
+            first = segments.first_run_plan(spec, args, reg, plan)
+        entry = None
+        if as_given and plan.cached:
+            entry = _Planned(plan, args, slot_of_id, step.fixed)
+            if waits:
+                entry.execute = _SelectorPlan(entry, spec, reg).execute
         step.store(first.execute(args, True, level), env)
         return entry
 

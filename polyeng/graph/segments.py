@@ -85,22 +85,36 @@ def wanted(program, engine) -> bool:
 FIRST_RUN_ENGINES = ("onednn", "basic")
 
 
-def first_run_plan(spec, args, reg, plan):
-    """The plan a graph's first run computes a node that a program may hold with: ``plan`` (the
-    selector's, which the node keeps for the runs no program takes) where it is ONEDNN's or
-    BASIC's, else ONEDNN's or BASIC's own. The program computes the node from the second run on,
-    so the first run need not load another engine's kernels for it: numba's first kernel in a
-    process sets up its compiler's typing (about 0.35 s) and takes about 50 MB."""
-    if plan.decision.engine in FIRST_RUN_ENGINES:
-        return plan
-    from ..engine import dispatch
+def first_run_plan(spec, args, reg, plan=None):
+    """The plan a graph's first run computes a node that a program may hold with: ONEDNN's where
+    it takes the node, else BASIC's (``plan``, the selector's, where it is one of them; else
+    ``plan`` where neither takes it). The program computes the node on ONEDNN from the second run
+    on, so the first run need not load another engine's kernels for it (numba's import and its
+    first kernel's compiler set-up: about 0.6 s and 64 MB), and it rounds as the program does
+    where it can. The rule does not depend on ``plan``, so a run that leaves the selector's plan
+    for later computes what one that decided it would."""
+    from ..engine import dispatch, selector
     from ..engine.settings import compute_eng
+    call = None
     for engine in FIRST_RUN_ENGINES:
+        if plan is not None and plan.decision.engine == engine:
+            return plan
+        call = call or dispatch.make_call(spec, args)
+        if selector.verdict(call, reg, engine)[0] != selector.ACCEPTED:
+            continue   # asked for, it would fall back to the selector's choice and probe the others
         with compute_eng(engine):
             chosen = dispatch.plan_for(spec, args, reg)
         if chosen.decision.engine == engine:
             return chosen
-    return plan
+    return plan if plan is not None else dispatch.plan_for(spec, args, reg)
+
+
+def selector_may_wait(reg) -> bool:
+    """Whether a first run may leave a program node's own plan to the run that first needs it:
+    where the selector's choice is the recommended engine's (no engine asked for) and every
+    engine is one a program may follow (no plugin's, which ``facts`` would turn down)."""
+    from ..engine.settings import Engine, current_scope
+    return current_scope().engine == Engine.RECOMMEND.value and reg.engines.keys() <= ENGINES
 
 
 def _is_slot(value) -> bool:
