@@ -28,7 +28,7 @@ from ._lib import ExecArg, OneDNNError, _state, engine, lib, new, note_threads, 
 from ._primitive import aligned_empty
 
 _state_lock = threading.Lock()
-_loop: dict = {}   # "fns": the C functions' addresses, "run": the compiled loop; "error": why not
+_loop: dict = {}   # "fns": the C functions' addresses ("at": that array's), "run": the compiled loop; "error": why not
 
 
 def _address_of(fn) -> int:
@@ -67,7 +67,7 @@ def _functions():
                 nothing = np.zeros(L.ROW, np.int64)
                 if run_calls(address(fns), 0, address(nothing)) != 0:
                     raise RuntimeError("the compiled loop failed on no calls")
-                _loop["fns"], _loop["run"] = fns, run_calls
+                _loop["fns"], _loop["at"], _loop["run"] = fns, address(fns), run_calls
             except Exception as exc:   # llvmlite missing or failing: programs run from Python
                 _loop["error"] = f"{type(exc).__name__}: {exc}"
     return _functions() if "run" in _loop else None
@@ -147,11 +147,10 @@ class Native:
 
     def run(self, arrays) -> None:
         """Executes every call on ``arrays`` (the run's inputs, then its outputs: C-contiguous)."""
-        fns, loop = _functions()
         pointers = np.array([address(a) for a in arrays], np.uint64)
         self._row[L.POINTERS], self._row[L.POINTERS_N] = address(pointers), pointers.size
         note_threads(None)   # the loop sets this thread's OpenMP count: unknown until it returns
-        status = loop(address(fns), stream(), self._row_at)
+        status = _loop["run"](_loop["at"], stream(), self._row_at)   # made before any Native is
         note_threads(int(self.threads[-1]) if status == 0 and self.threads.size else None)
         raise_for(status)
 

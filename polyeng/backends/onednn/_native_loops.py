@@ -15,7 +15,8 @@ or the address of an array's first element.
   done. ``_lane_worker.py`` describes the table a task is written in.
 
 The functions are a few loops around C calls, so they are written here as LLVM IR and compiled
-once per process (``_llvm.py``, about 10 ms), not through numba: a process that runs only oneDNN
+by ``_llvm.py`` (about 15 ms; a later process loads the machine code from its cache folder in
+about 4 ms), not through numba: a process that runs only oneDNN
 programs then never imports numba, whose import, typing set-up and cached-function loads took
 0.4-1.0 s of a CNN's second call (the call that builds its programs) and about 115 MB.
 """
@@ -39,11 +40,11 @@ SIGNATURES = {"run_calls": ("i64", 11), "run_row": ("i64", 3), "acquire": (None,
               "serve": ("i64", 8)}
 
 _lock = threading.Lock()
-_made: dict = {}   # "functions": name -> ctypes function
+_made: dict = {}   # name -> ctypes function
 
 
 class _Builder:
-    """The IR of the four functions: each value an i64 (addresses included), memory read and
+    """The IR of the five functions: each value an i64 (addresses included), memory read and
     written through ``inttoptr`` of an address."""
 
     def __init__(self, ir):
@@ -227,18 +228,16 @@ def _make() -> dict:
     builder.serve()
     results = {"i64": ctypes.c_int64, "i32": ctypes.c_int32, None: None}
     # not optimised: the loops wait on C calls, and the passes would double the compile's time
-    return {"functions": compile_module(builder.module, {
+    return compile_module(builder.module, {
         name: (results[result], [ctypes.c_uint64] * count) for name, (result, count) in SIGNATURES.items()},
-        optimise=False)}
+        optimise=False)
 
 
 def functions() -> dict:
     """name -> the compiled function, as a ctypes function (releasing the GIL while it runs), made
     on first use; raises where llvmlite cannot make them."""
-    made = _made.get("functions")
-    if made is None:
+    if not _made:
         with _lock:
-            if "functions" not in _made:
+            if not _made:
                 _made.update(_make())
-            made = _made["functions"]
-    return made
+    return _made
