@@ -71,3 +71,21 @@ def test_a_rejecting_user_engine_leaves_the_recommendation_in_charge(backends):
         decision = polyeng.explain("softmax", placeholder(64, 64))
     assert decision.engine == "numba" and decision.step == "special-argument"
     assert decision.plan == ["numba", "basic"]
+
+
+@pytest.mark.parametrize("vendor, engine", [("GenuineIntel", "onednn"), ("AuthenticAMD", "numba"), ("", "numba")])
+def test_lstm_goes_to_onednn_from_the_crossover_measured_on_its_makers_cpu(monkeypatch, vendor, engine):
+    """2^16 elements on an Intel CPU, 2^21 elsewhere (``ops/lstm.py`` has the measurements)."""
+    from polyeng.backends.onednn import _fpmath
+    monkeypatch.setattr(_fpmath, "cpu_vendor", lambda: vendor)
+    onednn = {e.name: e for e in polyeng.engines()}["onednn"].available
+
+    def lstm_of(steps, batch, inputs, hidden):
+        return placeholder(steps, batch, inputs), [(placeholder(4 * hidden, inputs), placeholder(4 * hidden, hidden),
+                                                    placeholder(4 * hidden), placeholder(4 * hidden))]
+    x, params = lstm_of(64, 8, 64, 128)   # 2^17 elements and 1024 (biases)
+    assert polyeng.explain("lstm", x, params).engine == (engine if onednn else "numba")
+    x, params = lstm_of(16, 1, 16, 32)    # 6,912 elements
+    assert polyeng.explain("lstm", x, params).engine == "numba"
+    x, params = lstm_of(256, 64, 256, 256)   # 2^22 and more: ONEDNN on every CPU
+    assert polyeng.explain("lstm", x, params).engine == ("onednn" if onednn else "numba")

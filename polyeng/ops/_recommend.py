@@ -211,3 +211,15 @@ def at_least(min_elements: int):
         return elements(call) >= min_elements
     condition.__doc__ = f"from {min_elements} elements"
     return condition
+
+
+def at_least_by_vendor(thresholds: dict, otherwise: int):
+    """From ``thresholds[vendor]`` elements on a CPU of that vendor (``/proc/cpuinfo``'s
+    vendor_id), from ``otherwise`` elements on any other: where a crossover was measured on one
+    maker's CPU and differs on another's."""
+    def condition(call):
+        from ..backends.onednn._fpmath import cpu_vendor   # reads /proc/cpuinfo once; loads no library
+        return elements(call) >= thresholds.get(cpu_vendor(), otherwise)
+    condition.__doc__ = "from " + ", ".join(f"{n} elements on {v}" for v, n in thresholds.items()) + \
+        f", {otherwise} elsewhere"
+    return condition

@@ -65,9 +65,15 @@ SPEC = OpSpec(
     validate=_validate,
     category=Category.ALLOW,
     prepare=_prepare,
-    # NUMBA's fused step; ONEDNN from 2**21 outputs (seq x batch x hidden), measured against it on 2
-    # cores: 0.14x at 2**11, 0.73x at 2**16, 1.04x at 2**20, 1.18x at 2**21
-    recommend=_recommend.onednn_if(_recommend.at_least(1 << 21), _recommend.jit_from(0)), preference=_recommend.PREFERENCE,
+    # NUMBA's fused step; ONEDNN from 2**21 elements (input, weights and states) on an AMD EPYC with
+    # 2 cores, where it ran 0.14x NUMBA's speed at 2**11, 0.73x at 2**16, 1.04x at 2**20, 1.18x at
+    # 2**21; from 2**16 on an Intel Xeon with AMX (2 cores), where it ran 0.53x at 2**12.7,
+    # 0.78-1.17x at 2**14.7, 0.98x at 2**15.6, 0.95-1.11x at 2**17, 1.25-1.46x at 2**16.6 (batch
+    # 1), 1.14-2.23x from 2**17 to 2**19 (OpenBLAS's small products, NUMBA's steps, run about 2x
+    # slower there)
+    recommend=_recommend.onednn_if(_recommend.at_least_by_vendor({"GenuineIntel": 1 << 16}, 1 << 21),
+                                   _recommend.jit_from(0)),
+    preference=_recommend.PREFERENCE,
     chunking="recurrent", example=_example, zero_size=_zero_size, tolerance=64, warmup=_warmup,
 )
 SPECS = [SPEC]

@@ -15,16 +15,27 @@ from ...engine import fpmath
 from ...engine.mixed_precision import Category
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_flags() -> frozenset:
+@functools.lru_cache(maxsize=None)
+def _cpuinfo(field: str) -> str:
+    """The first value of ``field`` in /proc/cpuinfo ("" where there is none, or no such file)."""
     try:
         with open("/proc/cpuinfo") as info:
             for line in info:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
+                if line.startswith(field):
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return frozenset()
+    return ""
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_flags() -> frozenset:
+    return frozenset(_cpuinfo("flags").split())
+
+
+def cpu_vendor() -> str:
+    """``GenuineIntel``, ``AuthenticAMD`` ... ("" where /proc/cpuinfo does not say)."""
+    return _cpuinfo("vendor_id")
 
 
 @functools.lru_cache(maxsize=1)
