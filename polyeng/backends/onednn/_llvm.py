@@ -8,10 +8,13 @@ new pass manager (0.44 and later) and compiled unoptimised otherwise. A ctypes f
 the GIL while it runs.
 
 The machine code is kept in polyeng's cache folder (``compiled/`` under ``XDG_CACHE_HOME`` or
-``~/.cache``, by a digest of the IR, the CPU and its features, and the LLVM and llvmlite
-versions), written under a temporary name and renamed into place: a later process loads it
-instead of optimising and compiling again (the scans took 55-65 ms to optimise and compile, a
-process's CNN run 50 ms). A folder it cannot write to only costs that time.
+``~/.cache``, by a digest of the IR, the CPU's model and flags, and llvmlite's version, which
+fixes its LLVM's), written under a temporary name and renamed into place: a later process loads
+it with ``_elf.py``, without importing LLVM at all (llvmlite's library held about 40 MB of the
+process's memory, and 20 MB more with both modules loaded through MCJIT), instead of optimising
+and compiling again (the scans took 55-65 ms to optimise and compile, a process's CNN run 50 ms).
+A folder it cannot write to only costs that time; a file the loader does not take (damaged, or
+not made here) is compiled again and written anew.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ import ctypes
 import hashlib
 import os
 import pathlib
+import platform
+import struct
 import tempfile
 import threading
 
@@ -78,10 +83,22 @@ def cache_folder() -> pathlib.Path:
     return default_folder() / "compiled"
 
 
-def _cache_path(llvm, text: str, optimise: bool, stem: str) -> pathlib.Path:
+def _cpu() -> str:
+    """What the machine code was made for: /proc/cpuinfo's model and flags (the CPU LLVM tunes for
+    and the instructions it may use), else LLVM's own names for them."""
+    from ._fpmath import _cpuinfo
+    flags = _cpuinfo("flags")
+    if flags:
+        return f"{platform.machine()} {_cpuinfo('model name')} {flags}"
+    from llvmlite import binding as llvm
+    return f"{llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}"
+
+
+def _cache_path(text: str, optimise: bool, stem: str) -> pathlib.Path:
+    """The file of ``text``'s machine code: by a digest of the IR, the CPU, and llvmlite's version
+    (which fixes the LLVM it bundles), read without loading LLVM."""
     import llvmlite
-    parts = [text, llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(), llvmlite.__version__,
-             str(llvm.llvm_version_info), str(optimise)]
+    parts = [text, _cpu(), llvmlite.__version__, str(optimise)]
     digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return cache_folder() / f"{stem}-{digest}.o"
 
@@ -113,24 +130,30 @@ def compile_module(ir_module, signatures: dict, optimise: bool = True) -> dict:
     """name -> ctypes function of each of ``ir_module``'s functions named in ``signatures``
     (name -> (ctypes result type or None, [ctypes argument types])); ``optimise``: run LLVM's
     optimisation passes first (about 25 ms for a few loops; worth it where the loops are long).
-    The machine code comes from the cache folder where a process made it before."""
+    The machine code comes from the cache folder where a process made it before, loaded by
+    ``_elf.py`` without LLVM where it can be."""
+    text = str(ir_module)
+    path = _cache_path(text, optimise, ir_module.name)
+    kept = _read(path)
+    if kept is not None:
+        from . import _elf
+        try:
+            return _elf.load(kept, signatures)
+        except (_elf.Unloadable, OSError, ValueError, struct.error, IndexError, KeyError):
+            pass   # damaged, or not an object the loader takes: compiled again (and written anew)
     from llvmlite import binding as llvm
     with _lock:
-        return _compile(llvm, ir_module, signatures, optimise)
+        return _compile(llvm, ir_module, text, path, signatures, optimise)
 
 
-def _compile(llvm, ir_module, signatures: dict, optimise: bool) -> dict:
+def _compile(llvm, ir_module, text, path, signatures: dict, optimise: bool) -> dict:
     machine = _machine(llvm)
-    text = str(ir_module)
-    path = _cache_path(llvm, text, optimise, ir_module.name)
-    kept = _read(path)
     module = llvm.parse_assembly(text)
     module.verify()
-    if optimise and kept is None:
+    if optimise:
         _optimise(llvm, module, machine)
     engine = llvm.create_mcjit_compiler(module, machine)
-    engine.set_object_cache(lambda _module, data: None if kept is not None else _write(path, data),
-                            lambda _module: kept)
+    engine.set_object_cache(lambda _module, data: _write(path, data), lambda _module: None)
     engine.finalize_object()
     _kept.append((engine, module))
     return {name: ctypes.CFUNCTYPE(result, *arguments)(engine.get_function_address(name))
