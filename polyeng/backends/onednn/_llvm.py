@@ -56,6 +56,42 @@ def loop(b, fn, first, stop, body, step=None):
     b.position_at_end(done)
 
 
+class Builder:
+    """A module of functions whose arguments are all i64 (addresses and counts), with what both
+    modules' builders use: typed constants, and memory read and written through a GEP of an
+    address (which LLVM's loop analysis follows, where an ``inttoptr`` of base + offset leaves a
+    loop unvectorised)."""
+
+    def __init__(self, ir, name: str):
+        self.ir = ir
+        self.i1, self.i32, self.i64, self.f32 = ir.IntType(1), ir.IntType(32), ir.IntType(64), ir.FloatType()
+        self.module = ir.Module(name=name)
+
+    def const(self, value, kind=None):
+        """``value`` as a constant of ``kind`` (i64 by default)."""
+        return self.ir.Constant(kind or self.i64, value)
+
+    def function(self, name: str, result, count: int):
+        """(the function ``name`` of ``count`` i64 arguments returning ``result``, None for void;
+        a builder at its entry)."""
+        fn = self.ir.Function(self.module, self.ir.FunctionType(result or self.ir.VoidType(), [self.i64] * count),
+                              name=name)
+        return fn, self.ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def pointer(self, b, base, index, kind=None):
+        """The address of element ``index`` (an i64 value or a Python int) of ``kind`` (i64 by
+        default) at the address ``base``."""
+        if isinstance(index, int):
+            index = self.const(index)
+        return b.gep(b.inttoptr(base, (kind or self.i64).as_pointer()), [index], inbounds=True)
+
+    def load(self, b, base, index, kind=None):
+        return b.load(self.pointer(b, base, index, kind))
+
+    def store(self, b, value, base, index):
+        b.store(value, self.pointer(b, base, index, value.type))
+
+
 def _machine(llvm):
     try:
         llvm.initialize()   # wanted before llvmlite 0.45; later ones initialise themselves and refuse it

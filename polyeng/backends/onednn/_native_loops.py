@@ -25,6 +25,8 @@ from __future__ import annotations
 import ctypes
 import threading
 
+from ._llvm import Builder, loop, variable
+
 # the C functions, by their index in ``fns``
 FUNCTIONS = ("dnnl_primitive_execute", "dnnl_stream_wait", "dnnl_memory_set_data_handle", "omp_set_num_threads",
              "sem_trywait", "sem_wait", "sem_post", "sched_yield", "clock_gettime")
@@ -43,36 +45,20 @@ _lock = threading.Lock()
 _made: dict = {}   # name -> ctypes function
 
 
-class _Builder:
-    """The IR of the five functions: each value an i64 (addresses included), memory read and
-    written through ``inttoptr`` of an address."""
+class _Builder(Builder):
+    """The IR of the five functions: each value an i64 (addresses included)."""
 
     def __init__(self, ir):
-        self.ir = ir
-        self.i32, self.i64 = ir.IntType(32), ir.IntType(64)
-        self.module = ir.Module(name="polyeng_onednn_loops")
+        super().__init__(ir, "polyeng_onednn_loops")
 
-    def const(self, value, bits=64):
-        return self.ir.Constant(self.i32 if bits == 32 else self.i64, value)
-
-    def function(self, name):
+    def signature(self, name):
+        """The function ``name`` of ``SIGNATURES`` and a builder at its entry."""
         result, count = SIGNATURES[name]
-        back = self.ir.VoidType() if result is None else getattr(self, result)
-        fn = self.ir.Function(self.module, self.ir.FunctionType(back, [self.i64] * count), name=name)
-        return fn, self.ir.IRBuilder(fn.append_basic_block("entry"))
+        return self.function(name, getattr(self, result) if result else None, count)
 
-    def element(self, b, base, index, bits=64):
-        """The address of element ``index`` of an array of ``bits``-bit integers at ``base``."""
-        offset = b.mul(index, self.const(bits // 8)) if not isinstance(index, int) else self.const(index * bits // 8)
-        kind = self.i32 if bits == 32 else self.i64
-        return b.inttoptr(b.add(base, offset), kind.as_pointer())
-
-    def load(self, b, base, index, bits=64):
-        value = b.load(self.element(b, base, index, bits))
-        return b.sext(value, self.i64) if bits == 32 else value
-
-    def store(self, b, value, base, index):
-        b.store(value, self.element(b, base, index))
+    def load32(self, b, base, index):
+        """A 32-bit integer element, widened to i64."""
+        return b.sext(self.load(b, base, index, self.i32), self.i64)
 
     def c_call(self, b, fns, which, args, result="i32"):
         """A call of ``fns[which]``: ``args`` (i64 values, or (value, "i32")) passed as given."""
@@ -82,31 +68,25 @@ class _Builder:
         pointer = b.inttoptr(self.load(b, fns, which), self.ir.FunctionType(back, kinds).as_pointer())
         return b.call(pointer, values)
 
-    def counted_loop(self, b, fn, count, body):
-        """``for i in range(count): body(b, i)``; ``body`` may leave through its own returns."""
-        from ._llvm import loop
-        loop(b, fn, self.const(0), count, body)
-
     def run_calls(self):
         """run_calls(fns, stream, handles, counts, packed, threads, calls, bound, sources, bound_n,
         pointers): 0, or -(1 + j) when setting binding j failed, or (call + 1) * 1000 + status."""
-        fn, b = self.function("run_calls")
+        fn, b = self.signature("run_calls")
         fns, stream, handles, counts, packed, threads, calls, bound, sources, bound_n, pointers = fn.args
 
         def bind(b, j):
             pointer = self.load(b, pointers, self.load(b, sources, j))
             status = self.c_call(b, fns, SET_DATA, [self.load(b, bound, j), pointer])
             failed, ok = fn.append_basic_block("bind_failed"), fn.append_basic_block("bound")
-            b.cbranch(b.icmp_signed("!=", status, self.const(0, 32)), failed, ok)
+            b.cbranch(b.icmp_signed("!=", status, self.const(0, self.i32)), failed, ok)
             b.position_at_end(failed)
             b.ret(b.sub(self.const(-1), j))
             b.position_at_end(ok)
-        self.counted_loop(b, fn, bound_n, bind)
-        current = b.alloca(self.i64)
-        b.store(self.const(-1), current)
+        loop(b, fn, self.const(0), bound_n, bind)
+        current = variable(b, self.i64, self.const(-1))
 
         def execute(b, i):
-            wanted = self.load(b, threads, i, 32)
+            wanted = self.load32(b, threads, i)
             change, run = fn.append_basic_block("set_threads"), fn.append_basic_block("execute")
             b.cbranch(b.icmp_signed("!=", wanted, b.load(current)), change, run)
             b.position_at_end(change)
@@ -114,12 +94,12 @@ class _Builder:
             self.c_call(b, fns, SET_THREADS, [(b.trunc(wanted, self.i32), "i32")], result=None)
             b.branch(run)
             b.position_at_end(run)
-            count = b.trunc(self.load(b, counts, i, 32), self.i32)
+            count = b.trunc(self.load32(b, counts, i), self.i32)
             status = self.c_call(b, fns, EXECUTE, [self.load(b, handles, i), stream, (count, "i32"),
                                                    self.load(b, packed, i)])
             wait, after = fn.append_basic_block("wait"), fn.append_basic_block("after")
             entry_block = b.block
-            b.cbranch(b.icmp_signed("==", status, self.const(0, 32)), wait, after)
+            b.cbranch(b.icmp_signed("==", status, self.const(0, self.i32)), wait, after)
             b.position_at_end(wait)
             waited = self.c_call(b, fns, WAIT, [stream])
             b.branch(after)
@@ -128,16 +108,16 @@ class _Builder:
             final.add_incoming(status, entry_block)
             final.add_incoming(waited, wait)
             failed, ok = fn.append_basic_block("failed"), fn.append_basic_block("ok")
-            b.cbranch(b.icmp_signed("!=", final, self.const(0, 32)), failed, ok)
+            b.cbranch(b.icmp_signed("!=", final, self.const(0, self.i32)), failed, ok)
             b.position_at_end(failed)
             b.ret(b.add(b.mul(b.add(i, self.const(1)), self.const(1000)), b.sext(final, self.i64)))
             b.position_at_end(ok)
-        self.counted_loop(b, fn, calls, execute)
+        loop(b, fn, self.const(0), calls, execute)
         b.ret(self.const(0))
 
     def run_row(self):
         """run_row(fns, stream, row): ``run_calls`` on the arrays a task table row names."""
-        fn, b = self.function("run_row")
+        fn, b = self.signature("run_row")
         fns, stream, row = fn.args
         b.ret(self._run_from_row(b, fns, stream, row))
 
@@ -149,16 +129,16 @@ class _Builder:
 
     def _now(self, b, fns, ts):
         """CLOCK_MONOTONIC in nanoseconds, read into ``ts`` (two int64)."""
-        self.c_call(b, fns, CLOCK, [(self.const(1, 32), "i32"), ts])
+        self.c_call(b, fns, CLOCK, [(self.const(1, self.i32), "i32"), ts])
         return b.add(b.mul(self.load(b, ts, 0), self.const(1_000_000_000)), self.load(b, ts, 1))
 
     def acquire(self):
         """acquire(fns, sem, ts, spin_ns, taken): takes ``sem``, trying for ``spin_ns`` nanoseconds
         (yielding between tries), then sleeping; then counts it in ``taken[0]`` (here, where no
         signal handler runs between the two)."""
-        fn, b = self.function("acquire")
+        fn, b = self.signature("acquire")
         fns, sem, ts, spin_ns, taken = fn.args
-        zero = self.const(0, 32)
+        zero = self.const(0, self.i32)
         spin, sleep, count = (fn.append_basic_block(n) for n in ("spin", "sleep", "count"))
         tried = self.c_call(b, fns, TRYWAIT, [sem])
         start_spin = fn.append_basic_block("start_spin")
@@ -187,7 +167,7 @@ class _Builder:
     def post(self):
         """post(fns, sem, posted): counts a task in ``posted[0]``, then posts ``sem`` (here, where no
         signal handler runs between the two: a caller's count is what it posted)."""
-        fn, b = self.function("post")
+        fn, b = self.signature("post")
         fns, sem, posted = fn.args
         self.store(b, b.add(self.load(b, posted, 0), self.const(1)), posted, 0)
         b.ret(self.c_call(b, fns, POST, [sem]))
@@ -195,7 +175,7 @@ class _Builder:
     def serve(self):
         """serve(fns, stream, task_sem, done_sem, table, ts, spin_ns, taken): runs the tasks posted
         to ``task_sem`` until one's count (``table[0, 0]``) is ``STOP``."""
-        fn, b = self.function("serve")
+        fn, b = self.signature("serve")
         fns, stream, task_sem, done_sem, table, ts, spin_ns, taken = fn.args
         acquire = self.module.get_global("acquire")
         top, stop, run = (fn.append_basic_block(n) for n in ("top", "stop", "run"))
@@ -212,7 +192,7 @@ class _Builder:
         def task(b, e):
             row = b.add(table, b.mul(b.add(e, self.const(1)), self.const(ROW * 8)))
             self.store(b, self._run_from_row(b, fns, stream, row), row, STATUS)
-        self.counted_loop(b, fn, tasks, task)
+        loop(b, fn, self.const(0), tasks, task)
         self.c_call(b, fns, POST, [done_sem])
         b.branch(top)
 

@@ -11,7 +11,7 @@ import threading
 import numpy as np
 
 from .._address import address
-from ._llvm import loop, variable
+from ._llvm import Builder, loop, variable
 
 ABS, INF = 0x7FFFFFFF, 0x7F800000
 NEG_INF = -0x800000   # the int32 bits of -inf (0xFF800000)
@@ -31,37 +31,20 @@ def _unflip(key: int) -> int:
     return key ^ ((key >> 31) & ABS)
 
 
-class _Scans:
+class _Scans(Builder):
     """The IR of the four scans: every argument an i64 (an address or a count)."""
 
     def __init__(self, ir):
-        self.ir = ir
-        self.i1, self.i32, self.i64, self.f32 = ir.IntType(1), ir.IntType(32), ir.IntType(64), ir.FloatType()
-        self.module = ir.Module(name="polyeng_onednn_scans")
+        super().__init__(ir, "polyeng_onednn_scans")
 
     def c32(self, value):
-        return self.ir.Constant(self.i32, value)
+        return self.const(value, self.i32)
 
     def c64(self, value):
-        return self.ir.Constant(self.i64, value)
-
-    def function(self, name, result, count):
-        fn = self.ir.Function(self.module, self.ir.FunctionType(result, [self.i64] * count), name=name)
-        return fn, self.ir.IRBuilder(fn.append_basic_block("entry"))
-
-    def pointer(self, b, base, index, kind):
-        # a GEP of the base address as a pointer, which LLVM's loop analysis reads (an inttoptr of
-        # base + offset it does not, and the loop then is not vectorised)
-        return b.gep(b.inttoptr(base, kind.as_pointer()), [index], inbounds=True)
+        return self.const(value)
 
     def load(self, b, base, index, kind=None):
-        return b.load(self.pointer(b, base, index, kind or self.i32))
-
-    def variable(self, b, kind, value):
-        return variable(b, kind, value)
-
-    def loop(self, b, fn, first, stop, body, step=None):
-        loop(b, fn, first, stop, body, step)
+        return super().load(b, base, index, kind or self.i32)   # the scans read 32-bit values
 
     def keep(self, b, slot, value, op):
         """``slot = value if value op slot else slot`` (signed)."""
@@ -76,8 +59,8 @@ class _Scans:
         """magnitude(bits, n) -> the largest of bits & ABS (i32)."""
         fn, b = self.function("magnitude", self.i32, 2)
         bits, n = fn.args
-        m = self.variable(b, self.i32, self.c32(0))
-        self.loop(b, fn, self.c64(0), n,
+        m = variable(b, self.i32, self.c32(0))
+        loop(b, fn, self.c64(0), n,
                   lambda b, i: self.keep(b, m, b.and_(self.load(b, bits, i), self.c32(ABS)), ">"))
         b.ret(b.load(m))
 
@@ -85,14 +68,14 @@ class _Scans:
         """extremes(keys, n) -> the largest key << 32 | the smallest key (as unsigned 32 bits)."""
         fn, b = self.function("extremes", self.i64, 2)
         keys, n = fn.args
-        hi = self.variable(b, self.i32, self.c32(INT_MIN))
-        lo = self.variable(b, self.i32, self.c32(INT_MAX))
+        hi = variable(b, self.i32, self.c32(INT_MIN))
+        lo = variable(b, self.i32, self.c32(INT_MAX))
 
         def body(b, i):
             s = self.key(b, self.load(b, keys, i))
             self.keep(b, hi, s, ">")
             self.keep(b, lo, s, "<")
-        self.loop(b, fn, self.c64(0), n, body)
+        loop(b, fn, self.c64(0), n, body)
         b.ret(self.pack(b, b.load(hi), b.load(lo)))
 
     def pack(self, b, high, low):
@@ -105,9 +88,9 @@ class _Scans:
         each, which LLVM vectorises (one loop of both did not: 3x the time)."""
         fn, b = self.function("masked_rows", self.i64, 3)
         keys, n, row = fn.args
-        lo = self.variable(b, self.i32, self.c32(INT_MAX))
-        whole = self.variable(b, self.i32, self.c32(0))
-        count = self.variable(b, self.i32, self.c32(0))
+        lo = variable(b, self.i32, self.c32(INT_MAX))
+        whole = variable(b, self.i32, self.c32(0))
+        count = variable(b, self.i32, self.c32(0))
         minus = self.c32(NEG_INF ^ ABS)   # -inf's key: the lowest of all
 
         def per_row(b, start):
@@ -116,16 +99,16 @@ class _Scans:
             def counted(b, i):
                 k = self.load(b, keys, b.add(start, i))
                 b.store(b.add(b.load(count), b.zext(b.icmp_signed("==", k, self.c32(NEG_INF)), self.i32)), count)
-            self.loop(b, fn, self.c64(0), row, counted)
+            loop(b, fn, self.c64(0), row, counted)
 
             def lowest(b, i):
                 s = self.key(b, self.load(b, keys, b.add(start, i)))
                 s = b.select(b.icmp_signed("==", s, minus), self.c32(INT_MAX), s)
                 self.keep(b, lo, s, "<")
-            self.loop(b, fn, self.c64(0), row, lowest)
+            loop(b, fn, self.c64(0), row, lowest)
             full = b.icmp_signed("==", b.sext(b.load(count), self.i64), row)
             b.store(b.add(b.load(whole), b.zext(full, self.i32)), whole)
-        self.loop(b, fn, self.c64(0), n, per_row, step=row)
+        loop(b, fn, self.c64(0), n, per_row, step=row)
         b.ret(self.pack(b, b.load(whole), b.load(lo)))
 
     def doubt(self):
@@ -133,14 +116,14 @@ class _Scans:
         a NaN compares false)."""
         fn, b = self.function("doubt", self.i64, 3)
         mean, var, n = fn.args
-        count = self.variable(b, self.i64, self.c64(0))
+        count = variable(b, self.i64, self.c64(0))
 
         def body(b, i):
             bits = b.and_(b.bitcast(self.load(b, mean, i, self.f32), self.i32), self.c32(ABS))
             m = b.fmul(b.bitcast(bits, self.f32), self.ir.Constant(self.f32, 2.0 ** -10))
             low = b.fcmp_ordered("<=", self.load(b, var, i, self.f32), b.fmul(m, m))
             b.store(b.add(b.load(count), b.zext(low, self.i64)), count)
-        self.loop(b, fn, self.c64(0), n, body)
+        loop(b, fn, self.c64(0), n, body)
         b.ret(b.load(count))
 
 
