@@ -97,6 +97,12 @@ def test_objects_the_loader_does_not_take_are_refused_naming_why(cache):
     struct.pack_into("<H", other, 18, 183)   # e_machine: AArch64
     with pytest.raises(_elf.Unloadable, match="machine 183"):
         _elf.load(bytes(other), SIGNATURES)
+    constructors = bytearray(data)   # a section of constructors to run: a linker's work
+    e_shoff = struct.unpack_from("<Q", data, 40)[0]
+    index = next(i for i, s in enumerate(_elf._sections(bytes(data))) if s["size"] and s["flags"] & 0x4)   # code
+    struct.pack_into("<I", constructors, e_shoff + index * 64 + 4, 14)   # sh_type: SHT_INIT_ARRAY
+    with pytest.raises(_elf.Unloadable, match="needs a linker's work"):
+        _elf.load(bytes(constructors), SIGNATURES)
     with pytest.raises(_elf.Unloadable, match="not a 64-bit"):
         _elf.load(b"not an object", SIGNATURES)
     with pytest.raises(_elf.Unloadable, match="truncated"):

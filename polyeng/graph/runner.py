@@ -124,10 +124,10 @@ class _SelectorPlan:
     def __init__(self, entry: _Planned, spec, reg):
         self.entry, self.spec, self.registry = entry, spec, reg
 
-    def execute(self, args, checked, level):
+    def execute(self, args, quiet=False, level=None):
         plan = dispatch.plan_for(self.spec, args, self.registry)
         self.entry.execute = plan.execute
-        return plan.execute(args, checked, level)
+        return plan.execute(args, quiet, level)
 
 
 class Program:

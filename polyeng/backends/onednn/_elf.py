@@ -9,7 +9,8 @@ of the process's memory and 20 MB more to load the two modules.
 
 Only what such an object holds is taken: 64-bit little-endian x86-64 relocatable objects whose
 relocations are ``R_X86_64_64``, ``R_X86_64_PC32`` or ``R_X86_64_PC64`` against symbols defined
-in the object. Anything else (another machine, an external symbol, another relocation) raises
+in the object, with no constructors nor thread-local data. Anything else (another machine, an
+external symbol, another relocation) raises
 :class:`Unloadable`, and the caller compiles with llvmlite instead. Unwind tables (``.eh_frame``)
 are not loaded: nothing unwinds through these functions.
 """
@@ -19,8 +20,9 @@ import ctypes
 import struct
 
 ET_REL, EM_X86_64 = 1, 62
-SHT_NOBITS, SHT_RELA, SHT_SYMTAB = 8, 4, 2
-SHF_ALLOC = 0x2
+SHT_NOBITS, SHT_RELA, SHT_SYMTAB, SHT_REL = 8, 4, 2, 9
+ARRAYS = (14, 15, 16)   # SHT_INIT_ARRAY, SHT_FINI_ARRAY, SHT_PREINIT_ARRAY
+SHF_ALLOC, SHF_TLS = 0x2, 0x400
 SHT_X86_64_UNWIND = 0x70000001
 SHN_UNDEF, SHN_LORESERVE, SHN_ABS = 0, 0xff00, 0xfff1
 STT_FUNC = 2
@@ -66,9 +68,14 @@ def _string(data: bytes, table: dict, offset: int) -> str:
 
 
 def _layout(sections: list) -> tuple[dict, int]:
-    """section index -> offset in the mapping, for the allocated sections but unwind tables."""
+    """section index -> offset in the mapping, for the allocated sections but unwind tables.
+    Sections whose meaning needs more than a layout are refused: relocations without addends
+    (REL), constructors and destructors to run, thread-local data."""
     place, size = {}, 0
     for i, s in enumerate(sections):
+        if s["type"] == SHT_REL or s["type"] in ARRAYS or s["flags"] & SHF_TLS \
+                or s["name"].startswith((".ctors", ".dtors")):
+            raise Unloadable(f"section {s['name'] or i} (type {s['type']}) needs a linker's work")
         if s["flags"] & SHF_ALLOC and s["type"] != SHT_X86_64_UNWIND and s["name"] != ".eh_frame":
             size = -(-size // s["align"]) * s["align"]
             place[i] = size
