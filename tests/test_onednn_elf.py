@@ -103,6 +103,12 @@ def test_objects_the_loader_does_not_take_are_refused_naming_why(cache):
     struct.pack_into("<I", constructors, e_shoff + index * 64 + 4, 14)   # sh_type: SHT_INIT_ARRAY
     with pytest.raises(_elf.Unloadable, match="needs a linker's work"):
         _elf.load(bytes(constructors), SIGNATURES)
+    malformed = bytearray(data)   # a relocation that writes past its section: refused, not raised as is
+    sections = _elf._sections(bytes(data))
+    rela = next(s for s in sections if s["type"] == _elf.SHT_RELA and s["size"] and sections[s["info"]]["flags"] & 0x4)
+    struct.pack_into("<Q", malformed, rela["offset"], 1 << 40)
+    with pytest.raises(_elf.Unloadable, match="malformed"):
+        _elf.load(bytes(malformed), SIGNATURES)
     with pytest.raises(_elf.Unloadable, match="not a 64-bit"):
         _elf.load(b"not an object", SIGNATURES)
     with pytest.raises(_elf.Unloadable, match="truncated"):

@@ -50,12 +50,12 @@ def _sections(data: bytes) -> list:
         raise Unloadable("a truncated section table")
     sections = []
     for i in range(e_shnum):
-        name, kind, flags, _, offset, size, link, info, align, entsize = struct.unpack_from(
+        name, kind, flags, _, offset, size, link, info, align, _ = struct.unpack_from(
             "<IIQQQQIIQQ", data, e_shoff + i * 64)
         if kind != SHT_NOBITS and offset + size > len(data):
             raise Unloadable(f"section {i} lies past the file's end")
         sections.append({"name": name, "type": kind, "flags": flags, "offset": offset, "size": size, "link": link,
-                         "info": info, "align": max(align, 1), "entsize": entsize})
+                         "info": info, "align": max(align, 1)})
     strings = sections[e_shstrndx] if e_shstrndx < len(sections) else None
     for s in sections:
         s["name"] = _string(data, strings, s["name"]) if strings is not None else ""
@@ -144,7 +144,15 @@ def _libc():
 def load(data: bytes, signatures: dict) -> dict:
     """name -> ctypes function (``signatures``: name -> (result type or None, [argument types]))
     of the object ``data``, laid out in executable memory; raises :class:`Unloadable` where the
-    object is not one this loader takes, OSError where the memory cannot be mapped."""
+    object is not one this loader takes (a malformed one too), OSError where the memory cannot be
+    mapped."""
+    try:
+        return _load(data, signatures)
+    except (struct.error, IndexError, KeyError, ValueError) as exc:   # offsets or names past the data
+        raise Unloadable(f"a malformed object ({type(exc).__name__}: {exc})") from exc
+
+
+def _load(data: bytes, signatures: dict) -> dict:
     sections = _sections(data)
     place, size = _layout(sections)
     if not place:

@@ -16,7 +16,7 @@ from ...engine.mixed_precision import Category
 
 
 @functools.lru_cache(maxsize=None)
-def _cpuinfo(field: str) -> str:
+def cpuinfo(field: str) -> str:
     """The first value of ``field`` in /proc/cpuinfo ("" where there is none, or no such file)."""
     try:
         with open("/proc/cpuinfo") as info:
@@ -30,12 +30,12 @@ def _cpuinfo(field: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def cpu_flags() -> frozenset:
-    return frozenset(_cpuinfo("flags").split())
+    return frozenset(cpuinfo("flags").split())
 
 
 def cpu_vendor() -> str:
     """``GenuineIntel``, ``AuthenticAMD`` ... ("" where /proc/cpuinfo does not say)."""
-    return _cpuinfo("vendor_id")
+    return cpuinfo("vendor_id")
 
 
 @functools.lru_cache(maxsize=1)

@@ -23,7 +23,6 @@ import hashlib
 import os
 import pathlib
 import platform
-import struct
 import tempfile
 import threading
 
@@ -122,10 +121,10 @@ def cache_folder() -> pathlib.Path:
 def _cpu() -> str:
     """What the machine code was made for: /proc/cpuinfo's model and flags (the CPU LLVM tunes for
     and the instructions it may use), else LLVM's own names for them."""
-    from ._fpmath import _cpuinfo
-    flags = _cpuinfo("flags")
+    from ._fpmath import cpuinfo
+    flags = cpuinfo("flags")
     if flags:
-        return f"{platform.machine()} {_cpuinfo('model name')} {flags}"
+        return f"{platform.machine()} {cpuinfo('model name')} {flags}"
     from llvmlite import binding as llvm
     return f"{llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}"
 
@@ -175,14 +174,14 @@ def compile_module(ir_module, signatures: dict, optimise: bool = True) -> dict:
         from . import _elf
         try:
             return _elf.load(kept, signatures)
-        except (_elf.Unloadable, OSError, ValueError, struct.error, IndexError, KeyError):
+        except (_elf.Unloadable, OSError):
             pass   # damaged, or not an object the loader takes: compiled again (and written anew)
     from llvmlite import binding as llvm
     with _lock:
-        return _compile(llvm, ir_module, text, path, signatures, optimise)
+        return _compile(llvm, text, path, signatures, optimise)
 
 
-def _compile(llvm, ir_module, text, path, signatures: dict, optimise: bool) -> dict:
+def _compile(llvm, text: str, path, signatures: dict, optimise: bool) -> dict:
     machine = _machine(llvm)
     module = llvm.parse_assembly(text)
     module.verify()
