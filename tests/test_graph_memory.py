@@ -95,3 +95,31 @@ def test_a_child_forked_while_the_setting_was_applied_does_not_hang(monkeypatch)
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_graph_run_leaves_no_reference_cycles_holding_its_values():
+    """Every value of a run is freed when the run no longer needs it: no cycle (a closure that
+    calls itself, say) keeps the results of a run alive until the garbage collector's next pass."""
+    import gc
+    import numpy as np
+    import polyeng
+    w = np.full((64, 64), 1e-2, np.float32)
+
+    def net(x):
+        y = polyeng.relu(polyeng.matmul(x, w))
+        parts = polyeng.split(y, 32, axis=1)   # an op of several results
+        return polyeng.add(parts[0], parts[1])
+    x = np.ones((8, 64), np.float32)
+    g = polyeng.graph.trace(net, x)
+    for _ in range(3):
+        g(x)
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            g(x)
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()

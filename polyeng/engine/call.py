@@ -77,16 +77,18 @@ class Call:
 def tensors_of(args: dict) -> dict:
     """name -> tensor for every array in ``args`` (lists and tuples flattened as name[i])."""
     found = {}
-
-    def walk(name, value):
-        if isinstance(value, (list, tuple)):
-            for i, item in enumerate(value):
-                walk(f"{name}[{i}]", item)
-        elif hasattr(value, "shape") and hasattr(value, "dtype"):
-            found[name] = value
     for name, value in args.items():
-        walk(name, value)
+        _collect_tensors(name, value, found)
     return found
+
+
+def _collect_tensors(name, value, found: dict) -> None:
+    # not a closure calling itself: that would be a reference cycle holding the arguments
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _collect_tensors(f"{name}[{i}]", item, found)
+    elif hasattr(value, "shape") and hasattr(value, "dtype"):
+        found[name] = value
 
 
 def is_device_tensor(value) -> bool:

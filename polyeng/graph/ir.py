@@ -133,12 +133,15 @@ def by_output_index(out, result) -> list:
     """[(output index, value)] for a node's ``result`` shaped like its ``out`` template (an index,
     or nested lists and tuples of indices, as ops with several results return them)."""
     found = []
-
-    def walk(index, value):
-        if isinstance(index, int) and not isinstance(index, bool):
-            found.append((index, value))
-        elif isinstance(index, (list, tuple)):
-            for i, v in zip(index, value):
-                walk(i, v)
-    walk(out, result)
+    _collect_outputs(out, result, found)
     return found
+
+
+def _collect_outputs(index, value, found: list) -> None:
+    # a module function, not a closure: a closure that calls itself is a reference cycle, which
+    # would hold every result a graph run stores until the garbage collector runs
+    if isinstance(index, int) and not isinstance(index, bool):
+        found.append((index, value))
+    elif isinstance(index, (list, tuple)):
+        for i, v in zip(index, value):
+            _collect_outputs(i, v, found)

@@ -169,45 +169,62 @@ def _batch_relative(kwargs) -> dict:
     return {"batch_relative": True} if first == x.shape[0] and first != -1 else {}
 
 
+def _visit(obj, name, depth, names) -> None:
+    # a module function, not a closure calling itself (a reference cycle)
+    if isinstance(obj, np.ndarray):
+        names.setdefault(id(obj), name)
+    elif depth >= 3 or isinstance(obj, (str, bytes, type)) or inspect.ismodule(obj) or callable(obj):
+        return
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(k, (str, int)):
+                _visit(v, f"{name}.{k}" if name else str(k), depth + 1, names)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _visit(v, f"{name}[{i}]", depth + 1, names)
+    elif hasattr(obj, "__dict__") and depth < 2:
+        for k, v in vars(obj).items():
+            _visit(v, f"{name}.{k}", depth + 1, names)
+
+
 def _names_reachable_from(fn) -> dict:
     """id(array) -> a readable name for arrays ``fn`` reaches: closure variables, globals it names,
     defaults, attributes of the function and of a bound method's object (dict keys, list items
     and object attributes one or two levels down)."""
     names: dict[int, str] = {}
 
-    def visit(obj, name, depth):
-        if isinstance(obj, np.ndarray):
-            names.setdefault(id(obj), name)
-        elif depth >= 3 or isinstance(obj, (str, bytes, type)) or inspect.ismodule(obj) or callable(obj):
-            return
-        elif isinstance(obj, dict):
-            for k, v in obj.items():
-                if isinstance(k, (str, int)):
-                    visit(v, f"{name}.{k}" if name else str(k), depth + 1)
-        elif isinstance(obj, (list, tuple)):
-            for i, v in enumerate(obj):
-                visit(v, f"{name}[{i}]", depth + 1)
-        elif hasattr(obj, "__dict__") and depth < 2:
-            for k, v in vars(obj).items():
-                visit(v, f"{name}.{k}", depth + 1)
-
     target = getattr(fn, "__func__", fn)
     code = getattr(target, "__code__", None)
     if getattr(fn, "__self__", None) is not None:
-        visit(fn.__self__, "self", 0)
+        _visit(fn.__self__, "self", 0, names)
     for k, v in getattr(target, "__dict__", {}).items():
-        visit(v, k, 1)
+        _visit(v, k, 1, names)
     if code is not None:
         for name, cell in zip(code.co_freevars, target.__closure__ or ()):
             try:
-                visit(cell.cell_contents, name, 0)
+                _visit(cell.cell_contents, name, 0, names)
             except ValueError:   # an empty cell
                 pass
         glob = getattr(target, "__globals__", {})
         for name in code.co_names:
             if name in glob:
-                visit(glob[name], name, 0)
+                _visit(glob[name], name, 0, names)
     return names
+
+
+def _as_input(value, name, tracer, inputs):
+    """``value`` with its arrays (nested in lists, tuples and dicts too) made the trace's inputs."""
+    if isinstance(value, Traced):
+        raise TypeError(f"input {name} is a traced value; trace a function of plain arrays")
+    if _is_array(value):
+        traced = tracer.new_value(value, _unique(name, tracer.types))
+        inputs.append(Value(traced.name, traced.dtype, traced.shape))
+        return traced
+    if isinstance(value, (list, tuple)):
+        return type(value)(_as_input(v, f"{name}[{i}]", tracer, inputs) for i, v in enumerate(value))
+    if isinstance(value, dict):
+        return {k: _as_input(v, f"{name}.{k}", tracer, inputs) for k, v in value.items()}
+    return value
 
 
 def trace(fn, *example_inputs, **example_kwargs):
@@ -221,20 +238,8 @@ def trace(fn, *example_inputs, **example_kwargs):
     names = _input_names(fn, example_inputs, example_kwargs)
     inputs: list[Value] = []
 
-    def as_input(value, name):
-        if isinstance(value, Traced):
-            raise TypeError(f"input {name} is a traced value; trace a function of plain arrays")
-        if _is_array(value):
-            traced = tracer.new_value(value, _unique(name, tracer.types))
-            inputs.append(Value(traced.name, traced.dtype, traced.shape))
-            return traced
-        if isinstance(value, (list, tuple)):
-            return type(value)(as_input(v, f"{name}[{i}]") for i, v in enumerate(value))
-        if isinstance(value, dict):
-            return {k: as_input(v, f"{name}.{k}") for k, v in value.items()}
-        return value
-    traced_args = [as_input(v, names[i]) for i, v in enumerate(example_inputs)]
-    traced_kwargs = {k: as_input(v, k) for k, v in example_kwargs.items()}
+    traced_args = [_as_input(v, names[i], tracer, inputs) for i, v in enumerate(example_inputs)]
+    traced_kwargs = {k: _as_input(v, k, tracer, inputs) for k, v in example_kwargs.items()}
     if not inputs:
         raise ValueError("trace() needs at least one array among the example inputs")
 
