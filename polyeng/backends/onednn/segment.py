@@ -33,7 +33,7 @@ import threading
 import numpy as np
 
 from . import _constants as C
-from . import _native, _scans
+from . import _arena, _native, _scans
 from .._address import address
 from ._convert import storage_of
 from ._lib import dims, new
@@ -206,6 +206,9 @@ class Program:
         # per output, the reorder from its layout to a new plain array
         self.finals = [(name, reorder(self.md[name], desc(self.shape[name], self.dtype[name])))
                        for name in self.outputs]
+        # the internal buffers in one block, placed by when a run uses each (``_arena.py``)
+        self.arena = None
+        self.shared_bytes = _arena.share(self)
 
     # --- building ------------------------------------------------------------------------------
     def _value(self, name):
