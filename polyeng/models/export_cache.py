@@ -3,7 +3,6 @@ exported once per builder source and torch/onnx versions, and processes side by 
 half a file."""
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
 import os
@@ -23,6 +22,8 @@ def cached_export(zoo: str, name: str, exporter: str, export, folder=None) -> pa
     the zoo module's source and of the torch, onnx and (text models) transformers versions, so a
     changed builder or a new torch makes a new file; it is written under a temporary name and
     renamed into place."""
+    import hashlib   # here, not at the top: the compiled-code cache reads default_folder, and hashlib
+    # loads OpenSSL's library (3 MB resident) into every process that runs a model
     folder = pathlib.Path(default_folder() if folder is None else folder)
     folder.mkdir(parents=True, exist_ok=True)
     parts = [inspect.getsource(sys.modules[zoo])]
