@@ -11,7 +11,9 @@ one's input.
 - The biases are folded into oneDNN's (one bias per gate; lbr_gru's extra row is b_hn), f32.
 - f32 data under a bf16 fp math mode: oneDNN's bf16 RNN (f32 accumulation, f32 bias and cell
   state) takes x, the weights and h in bf16 and gives y and h in bf16 (3.2 has no f32 dst_layer
-  or dst_iter with bf16 weights): y and h_n are bf16 values returned as f32, c_n is f32. 16-bit storage computes on f32 and is rounded once, at the end.
+  or dst_iter with bf16 weights): y and h_n are bf16 values returned as f32, c_n is f32. 16-bit
+  storage computes on f32 and is rounded once, at the end.
+- f32 calls on two or more threads may run with the batch split into lanes (``_recurrent_lanes``).
 - Zero-size calls (no step, no batch row) need no primitive: an empty y, the initial states.
 """
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 
 from ...engine import dtypes as dt
 from . import _constants as C
-from . import _fpmath
+from . import _fpmath, _recurrent_lanes
 from ._convert import converted
 from .._constant import Derived, constant
 from ._primitive import Attr, Primitive, aligned_empty, cached, desc, desc_any, reorder
@@ -196,6 +198,31 @@ def run_layers(kind, p, x, params, initial: tuple):
         seq = _f32(seq)
     if shape.input_size == 0:   # oneDNN needs a feature: one zero column, zero weights for it
         seq = np.zeros(seq.shape[:-1] + (1,), F32)
+    budget = threads_for(_work(kind, shape))
+    lanes = _recurrent_lanes.lane_count(shape, budget) if compute == "f32" else 0
+    if lanes > 1:   # the batch in lanes of one thread, or whole, as the first calls ran faster
+        key = id(_layer_prim(kind, shape, 0, compute).prim)
+        y = _recurrent_lanes.run(kind, shape, params, seq, finals, lanes, budget, key,
+                                 lambda: _whole(kind, shape, params, seq, finals, compute))
+    else:
+        y = _whole(kind, shape, params, seq, finals, compute)
+    y = _f32(y).reshape(shape.output_shape)
+    results = [y] + [s.reshape(shape.state_shape) for s in finals]
+    if storage != F32:
+        results = [converted(a, storage) for a in results]
+    return results[0], results[1:]
+
+
+def _work(kind, shape) -> int:
+    """The multiply-adds of a call's first layer (``threads_for``'s measure)."""
+    return shape.seq_len * shape.batch * shape.num_directions * GATES[kind] * shape.hidden_size * (
+        max(shape.input_size, 1) + shape.hidden_size)
+
+
+def _whole(kind, shape, params, seq, finals, compute):
+    """y of every layer's primitive on the whole batch (the last layer's, in its data type);
+    ``finals`` written with the final states."""
+    dirs, hidden = shape.num_directions, shape.hidden_size
     y = None
     for index in range(shape.num_layers):
         layer = _layer_prim(kind, shape, index, compute)
@@ -221,11 +248,7 @@ def run_layers(kind, p, x, params, initial: tuple):
         if h_out is not states[0]:
             states[0][...] = converted(h_out, F32)
         seq = y = out
-    y = _f32(y).reshape(shape.output_shape)
-    results = [y] + [s.reshape(shape.state_shape) for s in finals]
-    if storage != F32:
-        results = [converted(a, storage) for a in results]
-    return results[0], results[1:]
+    return y
 
 
 def note(call) -> str:

@@ -1,0 +1,160 @@
+"""lstm and gru on ONEDNN with the batch split into lanes, each lane's layers on one thread.
+
+oneDNN's RNN primitives step through time and, on more than one thread, split each step's work
+between them: every step is a parallel region of its own, and the workers wait between steps
+(polyeng's OpenMP workers sleep at once, ``engine/threads.py``). A language model's LSTM (64
+steps, batch 8, 64 -> 128) took 0.85-2.7 ms on two threads and 0.84-0.91 ms on one. The batch's
+sequences are independent, so here each lane runs every layer of its part of the batch on one
+thread, without a step's barrier: the first lane on the calling thread, the others on the
+compiled lane workers of ``_lane_worker.py`` (the programs' lanes run there too).
+
+Whether a call runs in lanes or whole (the primitive on the thread budget, or on one thread,
+as ``Primitive.run``'s own trials choose) is decided by the first calls of each primitive and
+budget, timed alternately (``engine/thread_trials.py``), and again from time to time.
+
+Each lane's sequences are computed by a primitive made for the lane's batch: the results are
+the whole primitive's up to the order of its sums (oneDNN may block a smaller batch otherwise).
+f32 data only (a bf16 fp math mode runs the whole primitive).
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from time import perf_counter
+
+import numpy as np
+
+from . import _constants as C
+from . import _lane_worker, _native
+from .._address import address
+from ...engine.thread_trials import Trials
+from ...engine.threads import available_cores
+
+trials = Trials()   # per whole primitive and budget: in lanes, or whole
+MAX_NATIVES = 256   # compiled lane loops kept (per lane and set of primitives), the oldest dropped
+_natives: dict = {}
+_natives_lock = threading.Lock()
+enabled = True      # False: every call runs whole (for measurements of either way)
+
+
+def lane_count(shape, budget: int) -> int:
+    """How many lanes a call of ``shape`` may take on ``budget`` threads: 0 where it runs whole."""
+    if not enabled or budget < 2 or shape.unbatched or shape.batch < 2 or shape.input_size == 0:
+        return 0
+    if not _lane_worker.available():
+        return 0
+    return min(budget, shape.batch, available_cores())
+
+
+def run(kind, shape, params, seq, finals, lanes: int, budget: int, key, whole):
+    """y of the call (f32, in the call's layout), run in ``lanes`` lanes or by ``whole()``,
+    whichever the trials of ``key`` (the whole primitive) keep; ``finals`` (the final states,
+    f32 (layers * directions, batch, hidden) each) are written as ``whole`` writes them."""
+    n, timed = trials.choose((key, budget), budget)
+    began = perf_counter() if timed else 0.0
+    y = _in_lanes(kind, shape, params, seq, finals, lanes) if n > 1 else None
+    ran = n if y is not None else 1
+    if y is None:
+        y = whole()
+    if timed:
+        trials.record((key, budget), budget, ran, perf_counter() - began)
+    return y
+
+
+def _parts(batch: int, lanes: int) -> list:
+    sizes = [batch // lanes + (i < batch % lanes) for i in range(lanes)]
+    starts = np.cumsum([0] + sizes)
+    return [(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+
+
+def _in_lanes(kind, shape, params, seq, finals, lanes: int):
+    """y, computed in lanes, or None where a lane's loop or a worker is busy (another thread runs
+    them): the caller runs the call whole."""
+    from ._recurrent import _bias, _layer_prim, weights_of
+    dirs, hidden = shape.num_directions, shape.hidden_size
+    time_major = not shape.batch_first
+    runs, held = [], []
+    try:
+        workers = _lane_worker.workers(lanes - 1)
+        for worker in workers:
+            if not worker.lock.acquire(blocking=False):
+                return None
+            held.append(worker.lock)
+            if worker.failed is not None:
+                return None
+        for lane, (start, stop) in enumerate(_parts(shape.batch, lanes)):
+            part = dataclasses.replace(shape, batch=stop - start)
+            layers = [_layer_prim(kind, part, index, "f32") for index in range(shape.num_layers)]
+            native, lock = _native_of(kind, lane, layers)
+            if not lock.acquire(blocking=False):
+                return None
+            held.append(lock)
+            x = np.ascontiguousarray(seq[:, start:stop] if time_major else seq[start:stop])
+            arrays, outs = [], []
+            for index, layer in enumerate(layers):
+                first = shape.param_index(index, 0)
+                entries = params[first:first + dirs]
+                out = np.empty(x.shape[:-1] + (dirs * hidden,), np.float32)
+                states = [np.ascontiguousarray(s[first:first + dirs, start:stop]) for s in finals]
+                ends = [np.empty_like(s) for s in states]
+                arrays += [x, states[0], weights_of(layer, kind, 0, [e[0] for e in entries], hidden),
+                           weights_of(layer, kind, 1, [e[1] for e in entries], hidden),
+                           _bias(kind, entries, hidden), out, ends[0]]
+                if kind == "lstm":
+                    arrays += [states[1], ends[1]]
+                outs.append((first, ends))
+                x = out
+            runs.append((native, arrays, start, stop, outs))
+        for worker, (native, arrays, *_) in zip(workers, runs[1:]):
+            worker.post([(native, np.array([address(a) for a in arrays], np.uint64), arrays)])
+        try:
+            runs[0][0].run(runs[0][1])
+        finally:   # every lane posted has ended before the call returns or raises
+            interrupted = None
+            for worker in workers:
+                while True:
+                    try:
+                        worker.wait()
+                        break
+                    except KeyboardInterrupt as exc:   # wait on: the lane writes into its arrays
+                        interrupted = exc
+            if interrupted is not None:
+                raise interrupted
+        for worker in workers:
+            for status in worker.statuses():
+                _native.raise_for(status)
+    finally:
+        for lock in reversed(held):
+            lock.release()
+    y = np.empty(shape.output_shape, np.float32)
+    for _, arrays, start, stop, outs in runs:
+        last = arrays[-4] if kind == "lstm" else arrays[-2]   # the last layer's y
+        if time_major:
+            y[:, start:stop] = last
+        else:
+            y[start:stop] = last
+        for first, ends in outs:
+            for final, end in zip(finals, ends):
+                final[first:first + dirs, start:stop] = end
+    return y
+
+
+def _native_of(kind, lane: int, layers):
+    """(the compiled loop of one lane's layers on one thread, its lock): made once per lane and
+    primitives. Its arrays, per layer: x, h0, the two weights, the bias, y, h_n (lstm: c0, c_n)."""
+    key = (kind, lane) + tuple(id(layer.prim) for layer in layers)
+    with _natives_lock:
+        found = _natives.get(key)
+        if found is not None and all(a is b.prim for a, b in zip(found[2], layers)):
+            return found[0], found[1]
+    args = (C.ARG_SRC_LAYER, C.ARG_SRC_ITER, C.ARG_WEIGHTS_LAYER, C.ARG_WEIGHTS_ITER, C.ARG_BIAS, C.ARG_DST_LAYER,
+            C.ARG_DST_ITER) + ((C.ARG_SRC_ITER_C, C.ARG_DST_ITER_C) if kind == "lstm" else ())
+    calls = []
+    for index, layer in enumerate(layers):
+        calls.append((layer.prim, {arg: ("in", index * len(args) + k) for k, arg in enumerate(args)}, 1))
+    native = _native.Native(calls)
+    with _natives_lock:
+        if len(_natives) >= MAX_NATIVES:
+            _natives.pop(next(iter(_natives)))
+        _natives[key] = (native, threading.Lock(), [layer.prim for layer in layers])
+        return _natives[key][0], _natives[key][1]
