@@ -89,3 +89,21 @@ def test_lstm_goes_to_onednn_from_the_crossover_measured_on_its_makers_cpu(monke
     assert polyeng.explain("lstm", x, params).engine == "numba"
     x, params = lstm_of(256, 64, 256, 256)   # 2^22 and more: ONEDNN on every CPU
     assert polyeng.explain("lstm", x, params).engine == ("onednn" if onednn else "numba")
+
+
+@pytest.mark.parametrize("vendor, engine", [("GenuineIntel", "onednn"), ("AuthenticAMD", "numba"), ("", "numba")])
+def test_gru_goes_to_onednn_from_2_16_elements_on_an_intel_cpu_only(monkeypatch, vendor, engine):
+    """2^16 elements on an Intel CPU (``ops/gru.py`` has the measurements), NUMBA elsewhere."""
+    from polyeng.backends.onednn import _fpmath
+    monkeypatch.setattr(_fpmath, "cpu_vendor", lambda: vendor)
+    onednn = {e.name: e for e in polyeng.engines()}["onednn"].available
+
+    def gru_of(steps, batch, inputs, hidden):
+        return placeholder(steps, batch, inputs), [(placeholder(3 * hidden, inputs), placeholder(3 * hidden, hidden),
+                                                    placeholder(3 * hidden), placeholder(3 * hidden))]
+    x, params = gru_of(64, 8, 64, 128)   # 2^16.7 elements
+    assert polyeng.explain("gru", x, params).engine == (engine if onednn else "numba")
+    x, params = gru_of(32, 8, 64, 64)    # 2^15.4
+    assert polyeng.explain("gru", x, params).engine == "numba"
+    x, params = gru_of(256, 64, 256, 256)   # 2^22 and more: NUMBA on other makers' CPUs still
+    assert polyeng.explain("gru", x, params).engine == (engine if onednn else "numba")

@@ -213,13 +213,14 @@ def at_least(min_elements: int):
     return condition
 
 
-def at_least_by_vendor(thresholds: dict, otherwise: int):
+def at_least_by_vendor(thresholds: dict, otherwise: int | None):
     """From ``thresholds[vendor]`` elements on a CPU of that vendor (``/proc/cpuinfo``'s
-    vendor_id), from ``otherwise`` elements on any other: where a crossover was measured on one
-    maker's CPU and differs on another's."""
+    vendor_id), from ``otherwise`` elements on any other (None: never): where a crossover was
+    measured on one maker's CPU and differs on another's, or was measured on one maker's only."""
     def condition(call):
         from ..backends.onednn._fpmath import cpu_vendor   # reads /proc/cpuinfo once; loads no library
-        return elements(call) >= thresholds.get(cpu_vendor(), otherwise)
+        threshold = thresholds.get(cpu_vendor(), otherwise)
+        return threshold is not None and elements(call) >= threshold
     condition.__doc__ = "from " + ", ".join(f"{n} elements on {v}" for v, n in thresholds.items()) + \
-        f", {otherwise} elsewhere"
+        (f", {otherwise} elsewhere" if otherwise is not None else ", never elsewhere")
     return condition

@@ -79,9 +79,15 @@ SPEC = OpSpec(
     validate=_validate,
     category=Category.ALLOW,
     prepare=_prepare,
-    # NUMBA's fused step at every size: ONEDNN's GRU (reference code here) ran 0.51x, 1.02x and 0.73x
-    # NUMBA at 2**16, 2**20 and 2**21 outputs
-    recommend=_recommend.jit_from(0), preference=_recommend.PREFERENCE,
+    # NUMBA's fused step; ONEDNN from 2**16 elements (input, weights and states) on an Intel Xeon
+    # with AMX (2 cores), with the batch in lanes of one thread (``backends/onednn/_recurrent_lanes``):
+    # it ran 1.10-1.13x NUMBA at 2**12.3 (batch 1), 0.72-0.90x at 2**14.4, 0.77-0.80x at 2**15.4,
+    # 1.11-1.52x at 2**16.3 (batch 1), 1.24-1.46x at 2**16.7, 1.83-1.97x at 2**19.8. On an AMD EPYC
+    # oneDNN's GRU ran reference code at 0.51x, 1.02x and 0.73x NUMBA at 2**16, 2**20 and 2**21
+    # outputs (before the lanes): NUMBA there at every size
+    recommend=_recommend.onednn_if(_recommend.at_least_by_vendor({"GenuineIntel": 1 << 16}, None),
+                                   _recommend.jit_from(0)),
+    preference=_recommend.PREFERENCE,
     chunking="recurrent", example=_example, zero_size=_zero_size, tolerance=64, warmup=_warmup,
 )
 SPECS = [SPEC]
