@@ -158,6 +158,15 @@ def weights_of(layer: _Layer, kind, index, weights, hidden):
                        lambda: _reordered(layer.prim, index, kind, weights, layer_in, hidden, layer.data))
 
 
+_biases = Derived(limit=MAX_PACKED)   # by kind and the biases
+
+
+def bias_of(kind, entries, hidden):
+    """``_bias``, once per set of biases that cannot change (kept, bounded), else on every call."""
+    return _biases.get([b for _, _, b_ih, b_hh in entries for b in (b_ih, b_hh)], (kind, hidden),
+                       lambda: _bias(kind, entries, hidden))
+
+
 def _bias(kind, entries, hidden):
     """oneDNN's bias (1, D, G(+1), H) in f32 from each direction's (b_ih, b_hh) (None: zeros)."""
     gates = GATES[kind]
@@ -239,7 +248,7 @@ def _whole(kind, shape, params, seq, finals, compute):
         args = {C.ARG_SRC_LAYER: src, C.ARG_SRC_ITER: h_in,
                 C.ARG_WEIGHTS_LAYER: weights_of(layer, kind, 0, [e[0] for e in entries], hidden),
                 C.ARG_WEIGHTS_ITER: weights_of(layer, kind, 1, [e[1] for e in entries], hidden),
-                C.ARG_BIAS: _bias(kind, entries, hidden), C.ARG_DST_LAYER: out, C.ARG_DST_ITER: h_out}
+                C.ARG_BIAS: bias_of(kind, entries, hidden), C.ARG_DST_LAYER: out, C.ARG_DST_ITER: h_out}
         if kind == "lstm":
             args[C.ARG_SRC_ITER_C], args[C.ARG_DST_ITER_C] = states[1].copy(), states[1]
         gates = GATES[kind]

@@ -63,16 +63,43 @@ def run(kind, shape, params, seq, finals, lanes: int, budget: int, key, whole):
 
 def _parts(batch: int, lanes: int) -> list:
     sizes = [batch // lanes + (i < batch % lanes) for i in range(lanes)]
-    starts = np.cumsum([0] + sizes)
-    return [(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+    starts = [sum(sizes[:i]) for i in range(lanes + 1)]
+    return list(zip(starts[:-1], starts[1:]))
+
+
+MAX_PLANS = 64
+_plans: dict = {}
+
+
+def _plan(kind, shape, lanes: int) -> list:
+    """Per lane: (first row, end row, its layers, its compiled loop, the loop's lock); made once
+    per call shape and lane count (it holds the lanes' primitives)."""
+    key = (kind, shape, lanes)
+    plan = _plans.get(key)
+    if plan is None:
+        from ._recurrent import _layer_prim
+        plan = []
+        for lane, (start, stop) in enumerate(_parts(shape.batch, lanes)):
+            part = dataclasses.replace(shape, batch=stop - start)
+            layers = [_layer_prim(kind, part, index, "f32") for index in range(shape.num_layers)]
+            plan.append((start, stop, layers) + _native_of(kind, lane, layers))
+        with _natives_lock:
+            if len(_plans) >= MAX_PLANS:
+                _plans.pop(next(iter(_plans)))
+            _plans[key] = plan
+    return plan
 
 
 def _in_lanes(kind, shape, params, seq, finals, lanes: int):
     """y, computed in lanes, or None where a lane's loop or a worker is busy (another thread runs
     them): the caller runs the call whole."""
-    from ._recurrent import _bias, _layer_prim, weights_of
+    from ._recurrent import bias_of, weights_of
     dirs, hidden = shape.num_directions, shape.hidden_size
     time_major = not shape.batch_first
+    plan = _plan(kind, shape, lanes)
+    biases = [bias_of(kind, params[shape.param_index(index, 0):shape.param_index(index, 0) + dirs], hidden)
+              for index in range(shape.num_layers)]
+    y = np.empty(shape.output_shape, np.float32)
     runs, held = [], []
     try:
         workers = _lane_worker.workers(lanes - 1)
@@ -82,10 +109,7 @@ def _in_lanes(kind, shape, params, seq, finals, lanes: int):
             held.append(worker.lock)
             if worker.failed is not None:
                 return None
-        for lane, (start, stop) in enumerate(_parts(shape.batch, lanes)):
-            part = dataclasses.replace(shape, batch=stop - start)
-            layers = [_layer_prim(kind, part, index, "f32") for index in range(shape.num_layers)]
-            native, lock = _native_of(kind, lane, layers)
+        for start, stop, layers, native, lock in plan:
             if not lock.acquire(blocking=False):
                 return None
             held.append(lock)
@@ -98,13 +122,12 @@ def _in_lanes(kind, shape, params, seq, finals, lanes: int):
                 states = [np.ascontiguousarray(s[first:first + dirs, start:stop]) for s in finals]
                 ends = [np.empty_like(s) for s in states]
                 arrays += [x, states[0], weights_of(layer, kind, 0, [e[0] for e in entries], hidden),
-                           weights_of(layer, kind, 1, [e[1] for e in entries], hidden),
-                           _bias(kind, entries, hidden), out, ends[0]]
+                           weights_of(layer, kind, 1, [e[1] for e in entries], hidden), biases[index], out, ends[0]]
                 if kind == "lstm":
                     arrays += [states[1], ends[1]]
                 outs.append((first, ends))
                 x = out
-            runs.append((native, arrays, start, stop, outs))
+            runs.append((native, arrays, start, stop, outs, x))
         for worker, (native, arrays, *_) in zip(workers, runs[1:]):
             worker.post([(native, np.array([address(a) for a in arrays], np.uint64), arrays)])
         try:
@@ -126,9 +149,7 @@ def _in_lanes(kind, shape, params, seq, finals, lanes: int):
     finally:
         for lock in reversed(held):
             lock.release()
-    y = np.empty(shape.output_shape, np.float32)
-    for _, arrays, start, stop, outs in runs:
-        last = arrays[-4] if kind == "lstm" else arrays[-2]   # the last layer's y
+    for _, _, start, stop, outs, last in runs:   # last: the last layer's y of the lane
         if time_major:
             y[:, start:stop] = last
         else:
