@@ -149,3 +149,28 @@ def test_the_trials_keep_the_whole_primitive_where_it_ran_faster(monkeypatch):
     for _ in range(5):
         _call("lstm", x, params)
     assert len(ran) == count
+
+
+def test_an_interrupt_as_a_lane_is_posted_leaves_the_lanes_working(lanes, monkeypatch):
+    """A KeyboardInterrupt raised as a worker's post returns: the call waits for that lane, then
+    raises; later calls run in lanes again."""
+    from polyeng.backends.onednn import _lane_worker
+    params = make("lstm", 32, 64)
+    x = RNG.standard_normal((32, 6, 32)).astype(np.float32)
+    want = _whole("lstm", x, params)
+    real = _lane_worker.Worker.post
+    raised = []
+
+    def post(self, runs):
+        real(self, runs)
+        if not raised:
+            raised.append(True)
+            raise KeyboardInterrupt
+    monkeypatch.setattr(_lane_worker.Worker, "post", post)
+    with pytest.raises(KeyboardInterrupt):
+        _call("lstm", x, params)
+    for _ in range(2):
+        got = _call("lstm", x, params)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    assert lanes[-2:] == [True, True]

@@ -128,21 +128,25 @@ def _in_lanes(kind, shape, params, seq, finals, lanes: int):
                 outs.append((first, ends))
                 x = out
             runs.append((native, arrays, start, stop, outs, x))
-        for worker, (native, arrays, *_) in zip(workers, runs[1:]):
-            worker.post([(native, np.array([address(a) for a in arrays], np.uint64), arrays)])
         try:
+            for worker, (native, arrays, *_) in zip(workers, runs[1:]):
+                worker.post([(native, np.array([address(a) for a in arrays], np.uint64), arrays)])
             runs[0][0].run(runs[0][1])
-        finally:   # every lane posted has ended before the call returns or raises
-            interrupted = None
+        finally:   # every lane posted has ended before the call returns or raises (a worker
+            # waited for without a task posted returns at once)
+            failure = None
             for worker in workers:
                 while True:
                     try:
                         worker.wait()
                         break
                     except KeyboardInterrupt as exc:   # wait on: the lane writes into its arrays
-                        interrupted = exc
-            if interrupted is not None:
-                raise interrupted
+                        failure = exc
+                    except Exception as exc:   # its thread ended: the others are still waited for
+                        failure = failure or exc
+                        break
+            if failure is not None:
+                raise failure
         for worker in workers:
             for status in worker.statuses():
                 _native.raise_for(status)
@@ -177,5 +181,7 @@ def _native_of(kind, lane: int, layers):
     with _natives_lock:
         if len(_natives) >= MAX_NATIVES:
             _natives.pop(next(iter(_natives)))
-        _natives[key] = (native, threading.Lock(), [layer.prim for layer in layers])
+        # reentrant: a lock that a signal's exception left held (raised as acquire returned,
+        # before the try that releases it) keeps other threads off the loop, not this one
+        _natives[key] = (native, threading.RLock(), [layer.prim for layer in layers])
         return _natives[key][0], _natives[key][1]

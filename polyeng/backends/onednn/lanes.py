@@ -347,6 +347,9 @@ class Lanes:
                             break
                         except KeyboardInterrupt as exc:   # wait on: the lane writes into outs
                             interrupted = exc
+                        except Exception as exc:   # its thread ended: the others are still waited for
+                            interrupted = interrupted or exc
+                            break
                 if interrupted is not None:
                     raise interrupted
             for runs, worker in zip(tasks, workers):
