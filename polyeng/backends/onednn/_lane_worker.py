@@ -156,6 +156,25 @@ class Worker:
         return [int(s) for s in self.table[1:1 + int(self.table[0, 0]), self._L.STATUS]]
 
 
+def wait_all(workers) -> None:
+    """Waits for every worker's posted task (a worker with none posted returns at once): through a
+    KeyboardInterrupt, which is raised once all have ended (their lanes write into the caller's
+    arrays), and past a worker whose thread ended, whose error is raised once the others have."""
+    failure = None
+    for worker in workers:
+        while True:
+            try:
+                worker.wait()
+                break
+            except KeyboardInterrupt as exc:
+                failure = exc
+            except Exception as exc:
+                failure = failure or exc
+                break
+    if failure is not None:
+        raise failure
+
+
 _workers: list = []
 
 

@@ -132,21 +132,8 @@ def _in_lanes(kind, shape, params, seq, finals, lanes: int):
             for worker, (native, arrays, *_) in zip(workers, runs[1:]):
                 worker.post([(native, np.array([address(a) for a in arrays], np.uint64), arrays)])
             runs[0][0].run(runs[0][1])
-        finally:   # every lane posted has ended before the call returns or raises (a worker
-            # waited for without a task posted returns at once)
-            failure = None
-            for worker in workers:
-                while True:
-                    try:
-                        worker.wait()
-                        break
-                    except KeyboardInterrupt as exc:   # wait on: the lane writes into its arrays
-                        failure = exc
-                    except Exception as exc:   # its thread ended: the others are still waited for
-                        failure = failure or exc
-                        break
-            if failure is not None:
-                raise failure
+        finally:   # every lane posted has ended before the call returns or raises
+            _lane_worker.wait_all(workers)
         for worker in workers:
             for status in worker.statuses():
                 _native.raise_for(status)

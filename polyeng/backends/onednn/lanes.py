@@ -334,24 +334,12 @@ class Lanes:
                     part = self._part(start, stop, arrays, outs)
                     runs.append((program, part[0], program.native_task(*part, 1)))
                 tasks.append(runs)
-            interrupted = None
             try:
                 for worker, runs in zip(workers, tasks):
                     worker.post([task for _, _, task in runs])
                 ok = self._run_group(groups[0], arrays, outs)
             finally:   # every lane posted has finished before the call returns or raises
-                for worker in workers:   # (each counts what it posted: a wait without one returns)
-                    while True:
-                        try:
-                            worker.wait()
-                            break
-                        except KeyboardInterrupt as exc:   # wait on: the lane writes into outs
-                            interrupted = exc
-                        except Exception as exc:   # its thread ended: the others are still waited for
-                            interrupted = interrupted or exc
-                            break
-                if interrupted is not None:
-                    raise interrupted
+                _lane_worker.wait_all(workers)
             for runs, worker in zip(tasks, workers):
                 for (program, inputs, _), code in zip(runs, worker.statuses()):
                     _native.raise_for(code)
