@@ -31,9 +31,6 @@ from ...engine.thread_trials import Trials
 from ...engine.threads import available_cores
 
 trials = Trials()   # per whole primitive and budget: in lanes, or whole
-MAX_NATIVES = 256   # compiled lane loops kept (per lane and set of primitives), the oldest dropped
-_natives: dict = {}
-_natives_lock = threading.Lock()
 enabled = True      # False: every call runs whole (for measurements of either way)
 
 
@@ -67,23 +64,25 @@ def _parts(batch: int, lanes: int) -> list:
     return list(zip(starts[:-1], starts[1:]))
 
 
-MAX_PLANS = 64
+MAX_PLANS = 64      # call shapes whose lanes are kept (their primitives and loops), the oldest dropped
 _plans: dict = {}
+_plans_lock = threading.Lock()
 
 
 def _plan(kind, shape, lanes: int) -> list:
     """Per lane: (first row, end row, its layers, its compiled loop, the loop's lock); made once
-    per call shape and lane count (it holds the lanes' primitives)."""
+    per call shape and lane count (it holds the lanes' primitives). Each lane has a loop of its
+    own: the calling thread and a worker never run one loop (its memory objects) at once."""
     key = (kind, shape, lanes)
     plan = _plans.get(key)
     if plan is None:
         from ._recurrent import _layer_prim
         plan = []
-        for lane, (start, stop) in enumerate(_parts(shape.batch, lanes)):
+        for start, stop in _parts(shape.batch, lanes):
             part = dataclasses.replace(shape, batch=stop - start)
             layers = [_layer_prim(kind, part, index, "f32") for index in range(shape.num_layers)]
-            plan.append((start, stop, layers) + _native_of(kind, lane, layers))
-        with _natives_lock:
+            plan.append((start, stop, layers) + _native_of(kind, layers))
+        with _plans_lock:
             if len(_plans) >= MAX_PLANS:
                 _plans.pop(next(iter(_plans)))
             _plans[key] = plan
@@ -151,24 +150,13 @@ def _in_lanes(kind, shape, params, seq, finals, lanes: int):
     return y
 
 
-def _native_of(kind, lane: int, layers):
-    """(the compiled loop of one lane's layers on one thread, its lock): made once per lane and
-    primitives. Its arrays, per layer: x, h0, the two weights, the bias, y, h_n (lstm: c0, c_n)."""
-    key = (kind, lane) + tuple(id(layer.prim) for layer in layers)
-    with _natives_lock:
-        found = _natives.get(key)
-        if found is not None and all(a is b.prim for a, b in zip(found[2], layers)):
-            return found[0], found[1]
+def _native_of(kind, layers):
+    """(the compiled loop of one lane's layers on one thread, its lock). Its arrays, per layer: x,
+    h0, the two weights, the bias, y, h_n (lstm: c0, c_n)."""
     args = (C.ARG_SRC_LAYER, C.ARG_SRC_ITER, C.ARG_WEIGHTS_LAYER, C.ARG_WEIGHTS_ITER, C.ARG_BIAS, C.ARG_DST_LAYER,
             C.ARG_DST_ITER) + ((C.ARG_SRC_ITER_C, C.ARG_DST_ITER_C) if kind == "lstm" else ())
-    calls = []
-    for index, layer in enumerate(layers):
-        calls.append((layer.prim, {arg: ("in", index * len(args) + k) for k, arg in enumerate(args)}, 1))
-    native = _native.Native(calls)
-    with _natives_lock:
-        if len(_natives) >= MAX_NATIVES:
-            _natives.pop(next(iter(_natives)))
-        # reentrant: a lock that a signal's exception left held (raised as acquire returned,
-        # before the try that releases it) keeps other threads off the loop, not this one
-        _natives[key] = (native, threading.RLock(), [layer.prim for layer in layers])
-        return _natives[key][0], _natives[key][1]
+    calls = [(layer.prim, {arg: ("in", index * len(args) + k) for k, arg in enumerate(args)}, 1)
+             for index, layer in enumerate(layers)]
+    # reentrant: a lock that a signal's exception left held (raised as acquire returned, before
+    # the try that releases it) keeps other threads off the loop, not this one
+    return _native.Native(calls), threading.RLock()
