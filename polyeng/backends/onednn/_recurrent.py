@@ -207,7 +207,7 @@ def run_layers(kind, p, x, params, initial: tuple):
         seq = _f32(seq)
     if shape.input_size == 0:   # oneDNN needs a feature: one zero column, zero weights for it
         seq = np.zeros(seq.shape[:-1] + (1,), F32)
-    budget = threads_for(_work(kind, shape))
+    budget = threads_for(_work(kind, shape, max(shape.input_size, 1)))
     lanes = _recurrent_lanes.lane_count(shape, budget) if compute == "f32" else 0
     if lanes > 1:   # the batch in lanes of one thread, or whole, as the first calls ran faster
         key = id(_layer_prim(kind, shape, 0, compute).prim)
@@ -222,10 +222,10 @@ def run_layers(kind, p, x, params, initial: tuple):
     return results[0], results[1:]
 
 
-def _work(kind, shape) -> int:
-    """The multiply-adds of a call's first layer (``threads_for``'s measure)."""
+def _work(kind, shape, layer_in: int) -> int:
+    """The multiply-adds of a layer reading ``layer_in`` features (``threads_for``'s measure)."""
     return shape.seq_len * shape.batch * shape.num_directions * GATES[kind] * shape.hidden_size * (
-        max(shape.input_size, 1) + shape.hidden_size)
+        layer_in + shape.hidden_size)
 
 
 def _whole(kind, shape, params, seq, finals, compute):
@@ -251,9 +251,7 @@ def _whole(kind, shape, params, seq, finals, compute):
                 C.ARG_BIAS: bias_of(kind, entries, hidden), C.ARG_DST_LAYER: out, C.ARG_DST_ITER: h_out}
         if kind == "lstm":
             args[C.ARG_SRC_ITER_C], args[C.ARG_DST_ITER_C] = states[1].copy(), states[1]
-        gates = GATES[kind]
-        work = shape.seq_len * shape.batch * dirs * gates * hidden * (layer.layer_in + hidden)
-        layer.prim.run(args, threads_for(work))
+        layer.prim.run(args, threads_for(_work(kind, shape, layer.layer_in)))
         if h_out is not states[0]:
             states[0][...] = converted(h_out, F32)
         seq = y = out
