@@ -73,21 +73,24 @@ def test_a_rejecting_user_engine_leaves_the_recommendation_in_charge(backends):
     assert decision.plan == ["numba", "basic"]
 
 
+def _recurrent_args(gates, steps, batch, inputs, hidden):
+    """x and one layer's params of an lstm (4 gates) or gru (3) call, as placeholders."""
+    rows = gates * hidden
+    return placeholder(steps, batch, inputs), [(placeholder(rows, inputs), placeholder(rows, hidden),
+                                                placeholder(rows), placeholder(rows))]
+
+
 @pytest.mark.parametrize("vendor, engine", [("GenuineIntel", "onednn"), ("AuthenticAMD", "numba"), ("", "numba")])
 def test_lstm_goes_to_onednn_from_the_crossover_measured_on_its_makers_cpu(monkeypatch, vendor, engine):
     """2^16 elements on an Intel CPU, 2^21 elsewhere (``ops/lstm.py`` has the measurements)."""
     from polyeng.backends.onednn import _fpmath
     monkeypatch.setattr(_fpmath, "cpu_vendor", lambda: vendor)
     onednn = {e.name: e for e in polyeng.engines()}["onednn"].available
-
-    def lstm_of(steps, batch, inputs, hidden):
-        return placeholder(steps, batch, inputs), [(placeholder(4 * hidden, inputs), placeholder(4 * hidden, hidden),
-                                                    placeholder(4 * hidden), placeholder(4 * hidden))]
-    x, params = lstm_of(64, 8, 64, 128)   # 2^17 elements and 1024 (biases)
+    x, params = _recurrent_args(4, 64, 8, 64, 128)   # 2^17 elements and 1024 (biases)
     assert polyeng.explain("lstm", x, params).engine == (engine if onednn else "numba")
-    x, params = lstm_of(16, 1, 16, 32)    # 6,912 elements
+    x, params = _recurrent_args(4, 16, 1, 16, 32)    # 6,912 elements
     assert polyeng.explain("lstm", x, params).engine == "numba"
-    x, params = lstm_of(256, 64, 256, 256)   # 2^22 and more: ONEDNN on every CPU
+    x, params = _recurrent_args(4, 256, 64, 256, 256)   # 2^22 and more: ONEDNN on every CPU
     assert polyeng.explain("lstm", x, params).engine == ("onednn" if onednn else "numba")
 
 
@@ -97,13 +100,9 @@ def test_gru_goes_to_onednn_from_2_16_elements_on_an_intel_cpu_only(monkeypatch,
     from polyeng.backends.onednn import _fpmath
     monkeypatch.setattr(_fpmath, "cpu_vendor", lambda: vendor)
     onednn = {e.name: e for e in polyeng.engines()}["onednn"].available
-
-    def gru_of(steps, batch, inputs, hidden):
-        return placeholder(steps, batch, inputs), [(placeholder(3 * hidden, inputs), placeholder(3 * hidden, hidden),
-                                                    placeholder(3 * hidden), placeholder(3 * hidden))]
-    x, params = gru_of(64, 8, 64, 128)   # 2^16.7 elements
+    x, params = _recurrent_args(3, 64, 8, 64, 128)   # 2^16.7 elements
     assert polyeng.explain("gru", x, params).engine == (engine if onednn else "numba")
-    x, params = gru_of(32, 8, 64, 64)    # 2^15.4
+    x, params = _recurrent_args(3, 32, 8, 64, 64)    # 2^15.4
     assert polyeng.explain("gru", x, params).engine == "numba"
-    x, params = gru_of(256, 64, 256, 256)   # 2^22 and more: NUMBA on other makers' CPUs still
+    x, params = _recurrent_args(3, 256, 64, 256, 256)   # 2^22 and more: NUMBA on other makers' CPUs still
     assert polyeng.explain("gru", x, params).engine == (engine if onednn else "numba")
