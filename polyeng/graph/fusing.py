@@ -59,6 +59,11 @@ def fusions() -> dict:
     return {name: summary for name, (_, summary) in _fusions.items()}
 
 
+def functions() -> dict:
+    """``{name: function}`` of every graph fusion, in the order ``fuse`` applies them."""
+    return {name: function for name, (function, _) in _fusions.items()}
+
+
 def disabled(disable=None) -> frozenset:
     """The fusion names turned off: ``disable`` (names, or "all") plus ``POLYENG_DISABLE_FUSIONS``."""
     names = set()
@@ -70,6 +75,15 @@ def disabled(disable=None) -> frozenset:
             if item.strip():
                 names.add(item.strip())
     return frozenset(names)
+
+
+def check_names(names: frozenset) -> frozenset:
+    """``names``; ValueError naming those that are neither a graph fusion nor the ONNX loader's."""
+    unknown = sorted(n for n in names if n != "all" and n not in _fusions and not _onnx_pattern(n))
+    if unknown:
+        raise ValueError(f"unknown fusion name(s) {', '.join(map(repr, unknown))}; graph fusions: "
+                         f"{', '.join(_fusions)} (and polyeng.onnx.fusions() for the ONNX loader's)")
+    return names
 
 
 def is_disabled(name: str, names: frozenset) -> bool:
@@ -94,11 +108,7 @@ def fuse(graph, disable=None):
     """``graph`` with every fusion not turned off applied (a new Graph; ``graph`` when none applies).
     ``disable``: fusion names, or "all"; ``POLYENG_DISABLE_FUSIONS`` adds to it."""
     from .graph import Graph
-    names = disabled(disable)
-    unknown = sorted(n for n in names if n != "all" and n not in _fusions and not _onnx_pattern(n))
-    if unknown:
-        raise ValueError(f"unknown fusion name(s) {', '.join(map(repr, unknown))}; graph fusions: "
-                         f"{', '.join(_fusions)} (and polyeng.onnx.fusions() for the ONNX loader's)")
+    names = check_names(disabled(disable))
     nodes, types = list(graph._nodes), dict(graph._types)
     outputs = ref_names(graph._output_structure)
     changed = False

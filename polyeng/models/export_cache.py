@@ -16,6 +16,33 @@ def default_folder() -> pathlib.Path:
     return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "polyeng"
 
 
+def write_file(path: pathlib.Path, data) -> bool:
+    """Write ``data`` (bytes, or a function writing to the binary file it is given) to ``path``
+    under a temporary name in its folder, then rename it into place, so processes side by side
+    never read half a file; False (nothing left behind) where the folder cannot be written to or
+    the function raised OSError."""
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
+        with os.fdopen(handle, "wb") as out:
+            if isinstance(data, bytes):
+                out.write(data)
+            else:
+                data(out)
+        os.replace(temporary, path)
+        temporary = None
+        return True
+    except OSError:
+        return False
+    finally:
+        if temporary is not None:   # the function raised, whatever it raised
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+
+
 def cached_export(zoo: str, name: str, exporter: str, export, folder=None) -> pathlib.Path:
     """The path of ``export(name, path, exporter)``'s file in ``folder`` (default:
     ``default_folder()``), exporting it when it is not there. The file name carries a digest of

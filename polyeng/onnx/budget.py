@@ -38,10 +38,16 @@ class Found:
     propagation_is_small: bool  # whether shape inference may propagate values (data_prop=True)
 
 
-def check(proto, max_bytes, where: str) -> Found:
+def limit(max_bytes) -> int:
+    """The budget ``max_bytes`` sets (``MAX_BYTES`` for None); ValueError for a negative one."""
     budget = MAX_BYTES if max_bytes is None else int(max_bytes)
     if budget < 0:
         raise ValueError(f"max_bytes={max_bytes}: expected a size in bytes >= 0")
+    return budget
+
+
+def check(proto, max_bytes, where: str) -> Found:
+    budget = limit(max_bytes)
     graph = proto.graph
     small = {}          # name -> values of a small constant-derived tensor
     sizes = {}          # name -> element count of a constant-derived tensor, None when unknown

@@ -25,11 +25,12 @@ import stat
 import numpy as np
 
 
-def load(proto, base_dir, where: str) -> None:
-    """Read every external tensor of ``proto`` (modified in place) from inside ``base_dir``."""
+def load(proto, base_dir, where: str) -> int:
+    """Read every external tensor of ``proto`` (modified in place) from inside ``base_dir``; how many
+    there were."""
     tensors = [t for t in _tensors(proto.graph) if t.data_location == t.EXTERNAL]
     if not tensors:
-        return
+        return 0
     if base_dir is None:
         raise ValueError(f"{where}: tensor {tensors[0].name!r} keeps its data in an external file, and a model "
                          f"given as bytes or a ModelProto is read from no folder; pass base_dir= (the folder "
@@ -39,6 +40,7 @@ def load(proto, base_dir, where: str) -> None:
         raise ValueError(f"base_dir={os.fspath(base_dir)!r} is not a folder")
     for tensor in tensors:
         _read(tensor, root, where)
+    return len(tensors)
 
 
 def _tensors(graph):

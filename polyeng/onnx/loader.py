@@ -7,7 +7,7 @@ from ..graph import common
 from ..graph.graph import Graph
 from ..graph.ir import Ref
 from . import model as onnx_model
-from . import budget, host_programs, registry, validate
+from . import budget, graph_cache, host_programs, registry, validate
 # The converter and fusion modules: each registers its functions with ``registry`` on import.
 from . import ops_conv, ops_logic, ops_math, ops_matmul, ops_nn, ops_recurrent, ops_shape, ops_split, patterns  # noqa: F401
 from ..graph.ir import unique
@@ -17,7 +17,7 @@ from .fusion_graph import FusionGraph
 from .registry import fusions, supported_ops  # noqa: F401  (answered once the modules above registered)
 
 
-def load(model, base_dir=None, max_bytes=None, disable_fusions=None) -> Graph:
+def load(model, base_dir=None, max_bytes=None, disable_fusions=None, cache=None) -> Graph:
     """An ONNX model (a path, bytes or ``onnx.ModelProto``) as a polyeng ``Graph``.
 
     The graph takes the model's inputs positionally, in the model's order (initializers are not
@@ -34,10 +34,39 @@ def load(model, base_dir=None, max_bytes=None, disable_fusions=None) -> Graph:
     Exporter idioms are recognised as one op as nodes are converted (``polyeng.onnx.fusions()``),
     and the graph's fusions (``polyeng.graph.fusions()``) are applied to the result;
     ``disable_fusions`` (names, or "all") turns some off, as ``POLYENG_DISABLE_FUSIONS`` does.
+
+    The graph made from a file or bytes with no external data is kept in polyeng's cache folder,
+    and a later load of the same bytes with the same options reads it back without converting
+    (``polyeng.onnx.graph_cache``); ``cache=False``, or ``POLYENG_ONNX_CACHE=0``, turns that off.
     """
     from ..graph import fusing as graph_fusions
-    off = graph_fusions.disabled(disable_fusions)
-    proto = onnx_model.read(model, base_dir)
+    off = graph_fusions.check_names(graph_fusions.disabled(disable_fusions))
+    limit = budget.limit(max_bytes)
+    kept = None
+    if graph_cache.enabled(cache) and _cacheable(model):
+        kept = graph_cache.path_for(model, (limit, sorted(off)))
+        graph = graph_cache.read(kept, max_bytes)
+        if graph is not None:
+            return graph
+    graph, external = _convert(model, base_dir, max_bytes, off)
+    if kept is not None and not external:
+        graph_cache.write(graph, kept)
+    return graph
+
+
+def _cacheable(model) -> bool:
+    """A model the cache may keep: bytes, or the path of a regular file (anything else is read, and
+    refused, by ``onnx_model.read`` alone)."""
+    import os
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return True
+    return isinstance(model, (str, os.PathLike)) and os.path.isfile(model)
+
+
+def _convert(model, base_dir, max_bytes, off):
+    """The graph of ``model`` and the number of its tensors read from external files."""
+    from ..graph import fusing as graph_fusions
+    proto, external = onnx_model.read(model, base_dir)
     where = _where(model)
     opset = onnx_model.opset(proto)
     versions = {e.domain: e.version for e in proto.opset_import} | {"": opset, "ai.onnx": opset}
@@ -93,7 +122,7 @@ def load(model, base_dir=None, max_bytes=None, disable_fusions=None) -> Graph:
     graph = Graph(inputs=[_value(v, b) for v in inputs], input_structure=(tuple(Ref(v.name) for v in inputs), {}),
                   input_names=[v.name for v in inputs], nodes=nodes, constants=constants, output_structure=structure,
                   types=types_used, fn_name=g.name or "model", leading_free=False)
-    return graph_fusions.fuse(graph, off)
+    return graph_fusions.fuse(graph, off), external
 
 
 def _stand_in(n) -> None:

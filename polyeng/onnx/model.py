@@ -30,8 +30,8 @@ def _onnx():
 
 def read(model, base_dir=None):
     """``model`` (a path, bytes or ``onnx.ModelProto``) as a ModelProto with its external data read
-    (``external_data``: from the model file's folder, or ``base_dir``); ValueError when it is not one.
-    A ModelProto given is copied, never changed."""
+    (``external_data``: from the model file's folder, or ``base_dir``), and the number of tensors
+    read from there; ValueError when it is not one. A ModelProto given is copied, never changed."""
     onnx = _onnx()
     if isinstance(model, onnx.ModelProto):
         proto = onnx.ModelProto()
@@ -66,8 +66,7 @@ def read(model, base_dir=None):
     if proto.ir_version > onnx.IR_VERSION:
         raise ValueError(f"{where}: ir_version {proto.ir_version} is newer than the installed onnx package reads "
                          f"({onnx.IR_VERSION})")
-    external_data.load(proto, base_dir, where)
-    return proto
+    return proto, external_data.load(proto, base_dir, where)
 
 
 @functools.cache

@@ -122,6 +122,11 @@ def fusions() -> dict:
     return {p.name: p.op_type for ps in _patterns.values() for p in ps}
 
 
+def registered() -> list:
+    """Every converter (``Registration``) and fusion (``Pattern``) registered, in registration order."""
+    return [r for table in (_converters, _patterns) for rs in table.values() for r in rs]
+
+
 def supported_ops(domain: str = DEFAULT_DOMAIN) -> dict:
     """``{op_type: (first_opset, last_opset)}`` for ``domain``: the first and last opsets any of the
     op's converters reads (an op whose form changed has one converter per form, end to end)."""

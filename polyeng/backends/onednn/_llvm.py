@@ -19,10 +19,8 @@ not made here) is compiled again and written anew.
 from __future__ import annotations
 
 import ctypes
-import os
 import pathlib
 import platform
-import tempfile
 import threading
 
 _kept: list = []   # the execution engines: their code lives as long as the process
@@ -155,19 +153,8 @@ def _read(path) -> bytes | None:
 
 
 def _write(path, data: bytes) -> None:
-    temporary = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(suffix=".o", dir=path.parent)
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    except OSError:   # a folder it cannot write to: compiled again next time
-        if temporary is not None:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+    from ...models.export_cache import write_file
+    write_file(path, data)   # a folder it cannot write to: compiled again next time
 
 
 def compile_module(ir_module, signatures: dict, optimise: bool = True) -> dict:

@@ -1,0 +1,175 @@
+"""Converted models kept on disk, so a model file loaded once loads again without the onnx package.
+
+Converting a model reads it with ``onnx``, runs its shape inference, folds constants and fuses;
+the ``onnx`` package alone holds about 11 MB of a process's memory. ``polyeng.onnx.load`` keeps
+the graph it made as a graph file (``Graph.save``'s format) in ``graphs/`` under polyeng's cache
+folder (``XDG_CACHE_HOME`` or ``~/.cache``), and a later load of the same bytes reads that file
+(``polyeng.graph.load``, with the file checks and ``max_bytes``) without importing onnx.
+
+The file's name is a digest of everything the conversion depends on: the model's bytes, the
+load's options (``max_bytes`` and the fusions turned off), polyeng's sources (each file's path,
+size and modification time, as Python's own bytecode cache keys them), the converters and
+fusions registered (plugins may add some), and the onnx and numpy versions. Only a model given
+as a path or bytes, with no external data, is kept (external files are not part of its bytes).
+
+The folder keeps at most ``MAX_FILES`` files and ``MAX_BYTES`` bytes: a new file removes the
+least recently used ones beyond that; a graph whose file would exceed ``MAX_FILE_BYTES`` is not
+kept. A file written under a temporary name is renamed into place, so processes side by side
+never read half of one; a file that does not load (damaged, or from a polyeng that reads no
+longer) is converted again and replaced. A folder polyeng cannot write to only costs the time.
+``load(..., cache=False)`` or ``POLYENG_ONNX_CACHE=0`` turn the cache off.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+
+ENV = "POLYENG_ONNX_CACHE"
+MAX_FILES = 64
+MAX_BYTES = 1 << 30
+MAX_FILE_BYTES = 256 << 20
+SUFFIX = ".pgraph"
+_CHUNK = 1 << 20
+_sources = None   # polyeng's source stamp, made once per process
+
+_SWITCH = {"1": True, "true": True, "yes": True, "on": True, "": True,
+           "0": False, "false": False, "no": False, "off": False}
+
+
+def enabled(cache=None) -> bool:
+    """``cache`` when given (True or False), else ``POLYENG_ONNX_CACHE`` (on unless 0, false, no or off)."""
+    if cache is not None:
+        if not isinstance(cache, bool):
+            raise TypeError(f"cache={cache!r}: expected True, False or None (POLYENG_ONNX_CACHE decides)")
+        return cache
+    raw = os.environ.get(ENV, "")
+    on = _SWITCH.get(raw.strip().lower())
+    if on is None:
+        raise ValueError(f"{ENV}={raw!r} is not a switch; expected 0, false, no or off (cache off), "
+                         f"or 1, true, yes, on or empty (cache on)")
+    return on
+
+
+def folder() -> pathlib.Path:
+    from ..models.export_cache import default_folder
+    return default_folder() / "graphs"
+
+
+def path_for(model, options) -> pathlib.Path | None:
+    """The cache file of ``model`` (a checked regular file's path, or bytes) loaded with ``options``
+    (a tuple of the load's settings); None for a model the cache does not keep (a ModelProto), or
+    where a converter or fusion from outside polyeng is registered."""
+    stamp = _stamp()
+    if stamp is None:
+        return None
+    digest = _digest()
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        digest.update(b"bytes\0")
+        digest.update(model)
+    elif isinstance(model, (str, os.PathLike)):
+        digest.update(b"file\0")
+        with open(model, "rb") as file:
+            while chunk := file.read(_CHUNK):
+                digest.update(chunk)
+    else:
+        return None
+    digest.update(repr((options, stamp)).encode())
+    return folder() / f"{digest.hexdigest()}{SUFFIX}"
+
+
+def read(path, max_bytes):
+    """The graph kept at ``path``, or None when there is none or it does not load."""
+    from ..graph.deserialize import load
+    if path is None or not path.is_file():
+        return None
+    try:
+        graph = load(path, max_bytes=max_bytes)
+    except (ValueError, OSError):   # damaged, or written by a polyeng that reads no longer: made again
+        return None
+    try:
+        os.utime(path)   # most recently used
+    except OSError:
+        pass
+    return graph
+
+
+def write(graph, path) -> None:
+    """Keep ``graph`` at ``path`` (quietly not, when it cannot be saved or the folder is not writable),
+    then remove the least recently used files beyond the folder's limits."""
+    if path is None or sum(a.nbytes for a in graph.constants.values()) > MAX_FILE_BYTES:
+        return
+    from ..models.export_cache import write_file
+    try:
+        written = write_file(path, graph.save)
+    except (TypeError, ValueError):   # an attribute with no graph file form
+        return
+    if written:
+        prune(path.parent)
+
+
+def prune(where, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> None:
+    """Remove the least recently used graph files of ``where`` until at most ``max_files`` files and
+    ``max_bytes`` bytes remain."""
+    kept = []
+    try:
+        for entry in os.scandir(where):
+            if entry.name.endswith(SUFFIX):
+                try:
+                    found = entry.stat()
+                except OSError:   # removed by another process meanwhile
+                    continue
+                kept.append((found.st_mtime_ns, found.st_size, entry.path))
+    except OSError:
+        return
+    kept.sort(reverse=True)
+    total = 0
+    for i, (_, size, file) in enumerate(kept):
+        total += size
+        if i >= max_files or total > max_bytes:
+            try:
+                os.unlink(file)
+            except OSError:
+                pass
+
+
+def _digest():
+    try:
+        from _blake2 import blake2b   # not hashlib: it loads OpenSSL's library (3 MB resident)
+    except ImportError:
+        from hashlib import blake2b
+    return blake2b(digest_size=16)
+
+
+def _stamp():
+    """What the conversion depends on beside the model and the options: polyeng's sources (path,
+    size, modification time), the converters and fusions registered, and the onnx and numpy
+    versions. None where a converter or fusion comes from outside polyeng (a plugin's, a test's):
+    its code is not stamped, so its conversions are not kept."""
+    global _sources
+    from importlib import metadata
+    import numpy as np
+    from ..graph import fusing
+    from . import registry
+    functions = [(r.domain, r.op_type, getattr(r, "first", None), getattr(r, "last", None), r.function)
+                 for r in registry.registered()] + [("graph", name, None, None, f)
+                                                    for name, f in fusing.functions().items()]
+    if any(not f.__module__.startswith("polyeng.") for *_, f in functions):
+        return None
+    if _sources is None:
+        root = pathlib.Path(__file__).resolve().parents[1]
+        files = []
+        for path in sorted(root.rglob("*.py")):
+            try:
+                found = path.stat()
+            except OSError:
+                continue
+            files.append((str(path.relative_to(root)), found.st_size, found.st_mtime_ns))
+        digest = _digest()
+        digest.update(repr(files).encode())
+        _sources = digest.hexdigest()
+    try:
+        onnx_version = metadata.version("onnx")
+    except metadata.PackageNotFoundError:
+        onnx_version = None
+    named = [(*key, f"{f.__module__}.{f.__qualname__}") for *key, f in functions]
+    return _sources, named, onnx_version, np.__version__
