@@ -127,3 +127,42 @@ def test_a_bad_autoload_switch_is_an_error_on_first_use_not_on_import(tmp_path):
     assert out.stderr.strip().splitlines()[-1] == (
         "ValueError: POLYENG_DISABLE_PLUGIN_AUTOLOAD='maybe' is not a switch; expected 1, true, yes or on "
         "(autoload off), or 0, false, no, off or empty (autoload on)")
+
+
+def test_without_a_declared_entry_point_importlib_metadata_is_not_loaded(tmp_path):
+    # it and the modules it imports hold about 3 MB of every process that runs an op
+    code = textwrap.dedent('''
+        import sys, numpy as np, polyeng
+        polyeng.relu(np.ones(3, np.float32))
+        loaded = "importlib.metadata" in sys.modules   # before engines() asks numba and pyopencl
+        print(sorted(e.name for e in polyeng.engines()), loaded)
+    ''')
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = _run(str(empty), code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("]")[1].strip() == "False", done.stdout
+    # the same process with a plugin declared finds it
+    done = _run(_site(tmp_path, {"doubler": ("doubler_plugin", GOOD, "doubler_plugin:Doubler")}), code)
+    assert done.returncode == 0 and "'doubler'" in done.stdout and done.stdout.strip().endswith("True"), done.stdout
+
+
+def test_the_entry_point_scan_defers_to_importlib_metadata_where_it_cannot_see(tmp_path, monkeypatch):
+    from importlib.machinery import PathFinder
+    from polyeng.engine import plugins
+    own = [f for f in sys.meta_path if f is PathFinder or not hasattr(f, "find_distributions")]
+    monkeypatch.setattr(sys, "meta_path", own)   # without what other tests' imports added
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    assert plugins._declared_anywhere() is False
+    archive = tmp_path / "plugins.zip"   # a zip on sys.path: distributions may be inside
+    archive.write_bytes(b"PK\x05\x06" + bytes(18))
+    monkeypatch.setattr(sys, "path", [str(tmp_path), str(archive)])
+    assert plugins._declared_anywhere() is True
+
+    class Finder:   # a finder that lists distributions of its own
+        @staticmethod
+        def find_distributions(context=None):
+            return iter(())
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    monkeypatch.setattr(sys, "meta_path", sys.meta_path + [Finder])
+    assert plugins._declared_anywhere() is True

@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import os
 import threading
-from importlib import metadata
 
 import pluggy
 
@@ -64,8 +63,41 @@ def plugin_manager() -> pluggy.PluginManager:
         return _manager
 
 
+def _declared_anywhere() -> bool:
+    """False only where no installed distribution can declare a ``polyeng.backends`` entry point: no
+    ``entry_points.txt`` in a ``*.dist-info`` or ``*.egg-info`` folder on ``sys.path`` names the
+    group, every ``sys.path`` entry is a folder, and no finder but Python's own path finder lists
+    distributions. Then ``importlib.metadata`` (about 3 MB of a process with the modules it
+    imports) is not needed; otherwise it reads the entry points as ever."""
+    import sys
+    from importlib.machinery import PathFinder
+    if any(hasattr(finder, "find_distributions") and finder is not PathFinder for finder in sys.meta_path):
+        return True
+    for entry in sys.path:
+        folder = entry or "."
+        if not os.path.isdir(folder):
+            if os.path.exists(folder):   # a zip or egg file: importlib.metadata reads inside it
+                return True
+            continue
+        try:
+            names = [e.name for e in os.scandir(folder) if e.name.lower().endswith((".dist-info", ".egg-info"))]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                with open(os.path.join(folder, name, "entry_points.txt"), "rb") as file:
+                    if ENTRY_POINT_GROUP.encode() in file.read():
+                        return True
+            except OSError:   # no entry points, or an egg-info file
+                continue
+    return False
+
+
 def _load_entry_points(pm: pluggy.PluginManager) -> None:
     try:
+        if not _declared_anywhere():
+            return
+        from importlib import metadata
         entry_points = metadata.entry_points(group=ENTRY_POINT_GROUP)
     except Exception as exc:  # a broken metadata install must not break import polyeng
         _load_failures["<entry points>"] = f"could not read entry points: {exc}"

@@ -9,7 +9,7 @@ folder (``XDG_CACHE_HOME`` or ``~/.cache``), and a later load of the same bytes 
 The file's name is a digest of everything the conversion depends on: the model's bytes, the
 load's options (``max_bytes`` and the fusions turned off), polyeng's sources (each file's path,
 size and modification time, as Python's own bytecode cache keys them), the converters and
-fusions registered (plugins may add some), and the onnx and numpy versions. Only a model given
+fusions registered (plugins may add some), the installed onnx package and numpy's version. Only a model given
 as a path or bytes, with no external data, is kept (external files are not part of its bytes).
 
 The folder keeps at most ``MAX_FILES`` files and ``MAX_BYTES`` bytes: a new file removes the
@@ -142,11 +142,11 @@ def _digest():
 
 def _stamp():
     """What the conversion depends on beside the model and the options: polyeng's sources (path,
-    size, modification time), the converters and fusions registered, and the onnx and numpy
-    versions. None where a converter or fusion comes from outside polyeng (a plugin's, a test's):
-    its code is not stamped, so its conversions are not kept."""
+    size, modification time), the converters and fusions registered, the installed onnx package
+    (its ``__init__.py``'s path, size and time: a new version rewrites it) and numpy's version.
+    None where a converter or fusion comes from outside polyeng (a plugin's, a test's): its code
+    is not stamped, so its conversions are not kept."""
     global _sources
-    from importlib import metadata
     import numpy as np
     from ..graph import fusing
     from . import registry
@@ -157,19 +157,29 @@ def _stamp():
         return None
     if _sources is None:
         root = pathlib.Path(__file__).resolve().parents[1]
-        files = []
-        for path in sorted(root.rglob("*.py")):
-            try:
-                found = path.stat()
-            except OSError:
-                continue
-            files.append((str(path.relative_to(root)), found.st_size, found.st_mtime_ns))
+        files = [(str(path.relative_to(root)), _file_stamp(path)) for path in sorted(root.rglob("*.py"))]
         digest = _digest()
         digest.update(repr(files).encode())
         _sources = digest.hexdigest()
-    try:
-        onnx_version = metadata.version("onnx")
-    except metadata.PackageNotFoundError:
-        onnx_version = None
+    onnx_version = _file_stamp(_origin("onnx"))
     named = [(*key, f"{f.__module__}.{f.__qualname__}") for *key, f in functions]
     return _sources, named, onnx_version, np.__version__
+
+
+def _origin(module: str):
+    """The file a top-level module imports from, found on ``sys.path`` without importing it (None
+    where it is not installed)."""
+    from importlib.machinery import PathFinder
+    spec = PathFinder.find_spec(module)
+    return None if spec is None else spec.origin
+
+
+def _file_stamp(path):
+    """(path, size, modification time) of a file, or None where there is none."""
+    if path is None:
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return str(path), found.st_size, found.st_mtime_ns

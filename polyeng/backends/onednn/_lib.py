@@ -16,7 +16,6 @@ import os
 import platform
 import sys
 import threading
-from importlib import metadata
 
 from . import _constants as C
 
@@ -127,7 +126,14 @@ def platform_reason() -> str:
 
 
 def library_path() -> str | None:
-    """Where the wheel installed ``libdnnl.so.3``, else what the system's loader finds, else None."""
+    """Where the wheel installed ``libdnnl.so.3``, else what the system's loader finds, else None.
+    The wheel's library is in the environment's ``lib`` folder; only where it is not there (a
+    ``--user`` install) are the wheel's files read, with ``importlib.metadata`` (about 3 MB of a
+    process with the modules it imports)."""
+    path = os.path.join(sys.prefix, "lib", SONAME)
+    if os.path.exists(path):
+        return path
+    from importlib import metadata
     try:
         for file in metadata.distribution(WHEEL).files or ():
             if file.name == SONAME:
@@ -136,10 +142,9 @@ def library_path() -> str | None:
                     return path
     except metadata.PackageNotFoundError:
         pass
-    for folder in (os.path.join(sys.prefix, "lib"), os.path.join(sys.base_prefix, "lib")):
-        path = os.path.join(folder, SONAME)
-        if os.path.exists(path):
-            return path
+    path = os.path.join(sys.base_prefix, "lib", SONAME)
+    if os.path.exists(path):
+        return path
     return ctypes.util.find_library("dnnl")
 
 
