@@ -73,6 +73,14 @@ def test_small_calls_start_no_worker_threads(tmp_path):
     assert large > start   # the probe sees the pool when it does start
 
 
+def test_a_recurrence_too_small_for_threads_leaves_openblas_count_alone():
+    # its products are each within OpenBLAS's own serial limit, so the loop holds no count: setting
+    # it back afterwards started OpenBLAS's worker threads (one more thread after a small gru call)
+    from polyeng.backends import _blas_threads
+    from polyeng.backends.numba import _gemm
+    assert _gemm.PARALLEL_WORK <= _blas_threads._SERIAL_GEMM
+
+
 def _thread_count_seen(calls):
     def kernel(fail=False):
         calls.append(numba.get_num_threads())

@@ -55,6 +55,7 @@ them the loop ran as fast.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -413,7 +414,10 @@ def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
     blas, wide, yield_fn = arguments(dtype)
     cores = available_cores()
     chunks = chunks_for(batch, dirs, cores)
-    with one_thread():
+    # OpenBLAS on the calling thread while numba's threads call it. A loop of less work runs on
+    # one thread, and each of its products is within OpenBLAS's own serial limit (``_SERIAL_GEMM``
+    # is ``PARALLEL_WORK``): setting the count and back would only start OpenBLAS's threads.
+    with one_thread() if busy else contextlib.nullcontext():
         if chunks:
             launch(_by_lanes, busy, min(cores, dirs * chunks), np.zeros(1, np.int64), dirs * chunks, chunks, blas,
                    wide, bounds, source, w_ih_t, w_hh_t, bias, bias_hn, states, cells, y_rows, seq_len,
