@@ -58,6 +58,15 @@ def test_round_trip_gives_identical_results(which, graph, converted, tmp_path):
         assert_same_tree(loaded(x), original(x))
 
 
+def test_loaded_constants_count_as_constant_so_engines_keep_what_they_derive(converted, tmp_path):
+    # a read-only view of writeable memory does not: its reordered weights were made on every call
+    from polyeng.backends._constant import constant
+    converted.save(tmp_path / "c.pgraph")
+    loaded = load(tmp_path / "c.pgraph")
+    assert loaded.constants and all(constant(a) for a in loaded.constants.values())
+    assert all(not a.flags.writeable for a in loaded.constants.values())
+
+
 def test_converted_graph_keeps_bf16_constants(converted, tmp_path):
     assert any(a.dtype == polyeng.bfloat16 for a in converted.constants.values())
     converted.save(tmp_path / "c.pgraph")

@@ -160,7 +160,13 @@ def _constant(archive, entry, path) -> np.ndarray:
     if array.dtype != dtype or list(array.shape) != entry["shape"]:
         raise ValueError(f"{where}: member holds {array.dtype}{list(array.shape)}; graph.json says "
                          f"{entry['dtype']}{entry['shape']}")
-    array.flags.writeable = False
+    # read-only down to the memory, which the loaded array owns (np.load may return a view of it):
+    # only then do the engines count it constant and keep what they derive from it (reordered
+    # weights, folded biases) instead of deriving it on every call
+    view = array
+    while isinstance(view, np.ndarray):
+        view.flags.writeable = False
+        view = view.base
     return array
 
 
