@@ -68,9 +68,11 @@ def path_for(model, options) -> pathlib.Path | None:
         digest.update(model)
     elif isinstance(model, (str, os.PathLike)):
         digest.update(b"file\0")
+        chunk = bytearray(_CHUNK)
+        view = memoryview(chunk)
         with open(model, "rb") as file:
-            while chunk := file.read(_CHUNK):
-                digest.update(chunk)
+            while size := file.readinto(chunk):
+                digest.update(view[:size])
     else:
         return None
     digest.update(repr((options, stamp)).encode())
