@@ -58,6 +58,20 @@ def test_round_trip_gives_identical_results(which, graph, converted, tmp_path):
         assert_same_tree(loaded(x), original(x))
 
 
+def test_numpy_scalars_keep_their_dtype():
+    from polyeng.graph import deserialize, serialize
+    for value in (np.float32(0.5), np.float16(-2.0), np.float64(0.1), np.int8(-7), np.uint64(2**63 + 5),
+                  np.int64(-1), np.bool_(True), np.asarray(1.5, polyeng.bfloat16)[()]):
+        encoded = json.loads(json.dumps(serialize._encode((value, [value]), "value")))
+        decoded = deserialize._decode(encoded, "value")
+        for got in (decoded[0], decoded[1][0]):
+            assert type(got) is type(value) and got.dtype == value.dtype and got == value, (value, got)
+    for bad in ({"scalar": ["float32"]}, {"scalar": ["float32", "1"]}, {"scalar": ["int8", 300]},
+                {"scalar": ["str", 1]}, {"scalar": ["no_such_dtype", 1]}):
+        with pytest.raises(ValueError, match="value"):
+            deserialize._decode(bad, "value")
+
+
 def test_loaded_constants_count_as_constant_so_engines_keep_what_they_derive(converted, tmp_path):
     # a read-only view of writeable memory does not: its reordered weights were made on every call
     from polyeng.backends._constant import constant

@@ -223,3 +223,17 @@ def test_the_least_recently_used_files_go_beyond_the_limits(tmp_path):
     graph_cache.prune(folder, max_files=4, max_bytes=250)
     assert kept(folder) == [f"{i}{graph_cache.SUFFIX}" for i in (4, 5)]
     assert (folder / "other.txt").exists()
+
+
+def test_a_host_steps_numpy_scalar_keeps_its_dtype_in_the_kept_graph(tmp_path, cache_home):
+    # ConstantOfShape on a named dim runs on the host with its np.float32 fill value; read back as a
+    # Python float it made a float64 tensor (a GRU's zero h0 was then refused)
+    fill = onnx.helper.make_tensor("fill", onnx.TensorProto.FLOAT, [1], [0.5])
+    model = build([node("Shape", ["x"], ["s"]), node("ConstantOfShape", ["s"], ["c"], value=fill),
+                   node("Add", ["x", "c"], ["y"])], [("x", F32, ["N", 3])], [("y", F32)])
+    path = saved(model, tmp_path)
+    x = randn(2, 3)
+    want = polyeng.onnx.load(path)(x)
+    got = polyeng.onnx.load(path)(x)
+    assert len(kept(cache_home)) == 1 and got.dtype == want.dtype == np.float32
+    assert np.array_equal(got, want)

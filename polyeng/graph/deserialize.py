@@ -18,7 +18,7 @@ from .ir import AmpInfo, Node, Ref, Value
 from . import file_checks as checks
 from .serialize import FORMAT, VERSION
 
-TAGS = ("ref", "tuple", "dict", "slice", "ellipsis", "dtype")
+TAGS = ("ref", "tuple", "dict", "slice", "ellipsis", "dtype", "scalar")
 NODE_KEYS = ("name", "op", "args", "outputs", "out", "types", "meta")
 
 
@@ -54,7 +54,25 @@ def _decode(value, where: str):
         return Ellipsis
     if tag == "dtype":
         return checks._dtype(body, where)
+    if tag == "scalar":
+        return _scalar(body, value, where)
     raise ValueError(f"{where} holds the unknown tagged value {tag!r}; expected one of {', '.join(TAGS)}")
+
+
+def _scalar(body, value, where: str):
+    """The numpy scalar ``{"scalar": [dtype name, value]}`` stands for."""
+    if not isinstance(body, list) or len(body) != 2 or not isinstance(body[1], (bool, int, float)):
+        raise ValueError(f"{where} holds {checks.brief(value)}; a scalar is [dtype name, number]")
+    try:   # any numpy bool, integer or float dtype (a host step may hold a uint64), or bfloat16
+        dtype = dt.bfloat16 if body[0] == "bfloat16" else np.dtype(body[0])
+    except TypeError:
+        raise ValueError(f"{where} holds {checks.brief(value)}, whose dtype numpy does not know") from None
+    if dtype.kind not in "biuf" and dtype != dt.bfloat16:
+        raise ValueError(f"{where} holds {checks.brief(value)}; a scalar's dtype is a bool, integer or float one")
+    try:
+        return np.asarray(body[1], dtype=dtype)[()]
+    except (OverflowError, ValueError, TypeError):
+        raise ValueError(f"{where} holds {checks.brief(value)}, whose value {dtype.name} cannot hold") from None
 
 
 def _opened(path):

@@ -4,7 +4,8 @@
 ``graph.json`` has ``"format": "polyeng.graph"`` and an integer ``"version"``; a reader refuses a
 version newer than its own. Attribute values are JSON values, with tagged objects for what JSON
 lacks: ``{"ref": name}`` (a graph value), ``{"tuple": [...]}``, ``{"slice": [start, stop, step]}``,
-``{"ellipsis": true}``, ``{"dtype": name}`` and ``{"dict": {...}}``. bfloat16 constants are stored as
+``{"ellipsis": true}``, ``{"dtype": name}``, ``{"scalar": [dtype name, value]}`` (a numpy
+scalar, which keeps its dtype) and ``{"dict": {...}}``. bfloat16 constants are stored as
 their uint16 bits (``.npy`` has no bfloat16) with the dtype named in ``graph.json``.
 
 This module writes the file (``Graph.save``); ``deserialize`` reads it back (``polyeng.graph.load``).
@@ -21,22 +22,21 @@ from ..engine import dtypes as dt
 from .ir import Ref
 
 FORMAT = "polyeng.graph"
-VERSION = 1
+VERSION = 2   # 2: numpy scalars keep their dtype ("scalar"); version 1 files read as ever
 
 
 def _encode(value, where: str):
     if type(value) is Ref:
         return {"ref": value.name}
+    if isinstance(value, np.generic) and (value.dtype.kind in "biuf" or value.dtype == dt.bfloat16):
+        # tagged with its dtype: a host step's np.float32 fill value read back as a Python float
+        # made float64 arrays (np.float64, a float subclass, is tagged too: numpy
+        # promotes by it, not by a Python float)
+        return {"scalar": [value.dtype.name, value.item() if value.dtype.kind in "biu" else float(value)]}
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, (int, float)):
         return value
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
     if isinstance(value, tuple):
         return {"tuple": [_encode(v, where) for v in value]}
     if isinstance(value, list):
