@@ -237,3 +237,59 @@ def test_a_host_steps_numpy_scalar_keeps_its_dtype_in_the_kept_graph(tmp_path, c
     got = polyeng.onnx.load(path)(x)
     assert len(kept(cache_home)) == 1 and got.dtype == want.dtype == np.float32
     assert np.array_equal(got, want)
+
+
+def test_the_fp_math_mode_at_load_time_is_part_of_the_key(tmp_path, cache_home):
+    # a MatMul of two initializers folds at load time, under the mode in force
+    inits = {"a": randn(4, 8), "b": randn(8, 3)}
+    model = build([node("MatMul", ["a", "b"], ["c"]), node("Add", ["x", "c"], ["y"])],
+                  [("x", F32, [4, 3])], [("y", F32)], inits=inits)
+    path = saved(model, tmp_path)
+    x = randn(4, 3)
+    with polyeng.fp_math_mode("bf16"):
+        polyeng.onnx.load(path)
+    strict = polyeng.onnx.load(path)
+    assert len(kept(cache_home)) == 2
+    assert np.array_equal(strict(x), polyeng.onnx.load(path, cache=False)(x))
+
+
+def test_a_kept_file_with_a_bad_checksum_is_converted_again(tmp_path, cache_home):
+    path = saved(mlp_model(), tmp_path)
+    want = polyeng.onnx.load(path)
+    (file,) = cache_home.iterdir()
+    data = bytearray(file.read_bytes())
+    at = data.index(b'"format"')   # inside graph.json, stored uncompressed: its CRC no longer holds
+    data[at + 1] ^= 1
+    file.write_bytes(bytes(data))
+    assert str(polyeng.onnx.load(path)) == str(want)
+
+
+def test_without_a_home_folder_nothing_is_kept_and_the_load_works(tmp_path, monkeypatch):
+    from polyeng.models import export_cache
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+    monkeypatch.setattr(export_cache, "default_folder", no_home)
+    x = randn(2, 6)
+    path = saved(mlp_model(), tmp_path)
+    assert np.array_equal(polyeng.onnx.load(path)(x), polyeng.onnx.load(path, cache=False)(x))
+
+
+def test_odd_inputs_behave_as_without_the_cache(tmp_path, cache_home):
+    data = mlp_model().SerializeToString()
+    strided = memoryview(bytes(2 * len(data)))[::2]   # not contiguous
+    with pytest.raises(ValueError):
+        polyeng.onnx.load(strided, cache=False)
+    with pytest.raises(ValueError):
+        polyeng.onnx.load(strided)
+    noncontiguous = memoryview(bytearray(data * 2)).cast("B")[::1][: len(data)]
+    assert str(polyeng.onnx.load(noncontiguous)) == str(polyeng.onnx.load(data, cache=False))
+
+
+def test_constants_over_the_budget_together_are_not_kept(tmp_path, cache_home):
+    inits = {"w1": randn(16, 16), "w2": randn(16, 16)}   # 1 KiB each, 2 KiB together
+    model = build([node("MatMul", ["x", "w1"], ["h"]), node("MatMul", ["h", "w2"], ["y"])],
+                  [("x", F32, ["N", 16])], [("y", F32)], inits=inits)
+    path = saved(model, tmp_path)
+    polyeng.onnx.load(path, max_bytes=1500)
+    assert kept(cache_home) == []

@@ -50,33 +50,44 @@ def enabled(cache=None) -> bool:
     return on
 
 
-def folder() -> pathlib.Path:
+def folder() -> pathlib.Path | None:
+    """``graphs`` in polyeng's cache folder; None where there is no home to put it in."""
     from ..models.export_cache import default_folder
-    return default_folder() / "graphs"
+    try:
+        return default_folder() / "graphs"
+    except (RuntimeError, KeyError):   # no HOME and no passwd entry: nothing is kept
+        return None
 
 
 def path_for(model, options) -> pathlib.Path | None:
     """The cache file of ``model`` (a checked regular file's path, or bytes) loaded with ``options``
     (a tuple of the load's settings); None for a model the cache does not keep (a ModelProto), or
     where a converter or fusion from outside polyeng is registered."""
-    stamp = _stamp()
-    if stamp is None:
+    stamp, where = _stamp(), folder()
+    if stamp is None or where is None:
         return None
+    from ..engine.fpmath import get_fp_math_mode
+    from ..engine.settings import get_compute_eng
     digest = _digest()
     if isinstance(model, (bytes, bytearray, memoryview)):
         digest.update(b"bytes\0")
-        digest.update(model)
+        digest.update(model if not isinstance(model, memoryview) or model.c_contiguous else bytes(model))
     elif isinstance(model, (str, os.PathLike)):
         digest.update(b"file\0")
         chunk = bytearray(_CHUNK)
         view = memoryview(chunk)
-        with open(model, "rb") as file:
-            while size := file.readinto(chunk):
-                digest.update(view[:size])
+        try:
+            with open(model, "rb") as file:
+                while size := file.readinto(chunk):
+                    digest.update(view[:size])
+        except OSError:   # unreadable: onnx_model.read reports it as ever
+            return None
     else:
         return None
-    digest.update(repr((options, stamp)).encode())
-    return folder() / f"{digest.hexdigest()}{SUFFIX}"
+    # load-time folding runs under the fp math mode and engine in force: a graph folded in bf16 is
+    # another graph
+    digest.update(repr((options, str(get_fp_math_mode()), get_compute_eng(), stamp)).encode())
+    return where / f"{digest.hexdigest()}{SUFFIX}"
 
 
 def read(path, max_bytes):
@@ -84,9 +95,11 @@ def read(path, max_bytes):
     from ..graph.deserialize import load
     if path is None or not path.is_file():
         return None
+    import zipfile
     try:
         graph = load(path, max_bytes=max_bytes)
-    except (ValueError, OSError):   # damaged, or written by a polyeng that reads no longer: made again
+    # damaged (a bad checksum too), or written by a polyeng that reads it no longer: made again
+    except (ValueError, OSError, EOFError, NotImplementedError, zipfile.BadZipFile):
         return None
     try:
         os.utime(path)   # most recently used
@@ -95,10 +108,11 @@ def read(path, max_bytes):
     return graph
 
 
-def write(graph, path) -> None:
-    """Keep ``graph`` at ``path`` (quietly not, when it cannot be saved or the folder is not writable),
-    then remove the least recently used files beyond the folder's limits."""
-    if path is None or sum(a.nbytes for a in graph.constants.values()) > MAX_FILE_BYTES:
+def write(graph, path, max_bytes: int) -> None:
+    """Keep ``graph`` at ``path`` (quietly not, when it cannot be saved or the folder is not writable,
+    or when its constants together exceed ``max_bytes``, which reading it back would refuse), then
+    remove the least recently used files beyond the folder's limits."""
+    if path is None or sum(a.nbytes for a in graph.constants.values()) > min(MAX_FILE_BYTES, max_bytes):
         return
     from ..models.export_cache import write_file
     try:
@@ -155,7 +169,7 @@ def _stamp():
     functions = [(r.domain, r.op_type, getattr(r, "first", None), getattr(r, "last", None), r.function)
                  for r in registry.registered()] + [("graph", name, None, None, f)
                                                     for name, f in fusing.functions().items()]
-    if any(not f.__module__.startswith("polyeng.") for *_, f in functions):
+    if any(not (getattr(f, "__module__", None) or "").startswith("polyeng.") for *_, f in functions):
         return None
     if _sources is None:
         root = pathlib.Path(__file__).resolve().parents[1]
@@ -164,7 +178,7 @@ def _stamp():
         digest.update(repr(files).encode())
         _sources = digest.hexdigest()
     onnx_version = _file_stamp(_origin("onnx"))
-    named = [(*key, f"{f.__module__}.{f.__qualname__}") for *key, f in functions]
+    named = [(*key, f"{f.__module__}.{getattr(f, '__qualname__', f)}") for *key, f in functions]
     return _sources, named, onnx_version, np.__version__
 
 

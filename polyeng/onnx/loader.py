@@ -50,7 +50,7 @@ def load(model, base_dir=None, max_bytes=None, disable_fusions=None, cache=None)
             return graph
     graph, external = _convert(model, base_dir, max_bytes, off)
     if kept is not None and not external:
-        graph_cache.write(graph, kept)
+        graph_cache.write(graph, kept, limit)
     return graph
 
 
