@@ -16,6 +16,16 @@ def default_folder() -> pathlib.Path:
     return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "polyeng"
 
 
+def blake2b(data: bytes = b"", digest_size: int = 16):
+    """A BLAKE2b digest of ``data`` (update it with more): CPython's own module, as ``hashlib``
+    loads OpenSSL's library (3 MB resident) for its other digests."""
+    try:
+        from _blake2 import blake2b as made
+    except ImportError:   # an interpreter without it
+        from hashlib import blake2b as made
+    return made(data, digest_size=digest_size)
+
+
 def write_file(path: pathlib.Path, data) -> bool:
     """Write ``data`` (bytes, or a function writing to the binary file it is given) to ``path``
     under a temporary name in its folder, then rename it into place, so processes side by side

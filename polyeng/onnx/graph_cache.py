@@ -7,7 +7,8 @@ folder (``XDG_CACHE_HOME`` or ``~/.cache``), and a later load of the same bytes 
 (``polyeng.graph.load``, with the file checks and ``max_bytes``) without importing onnx.
 
 The file's name is a digest of everything the conversion depends on: the model's bytes, the
-load's options (``max_bytes`` and the fusions turned off), polyeng's sources (each file's path,
+load's options (``max_bytes`` and the fusions turned off), the fp math mode and ``compute_eng``
+in force (load-time folding runs under them), polyeng's sources (each file's path,
 size and modification time, as Python's own bytecode cache keys them), the converters and
 fusions registered (plugins may add some), the installed onnx package and numpy's version. Only a model given
 as a path or bytes, with no external data, is kept (external files are not part of its bytes).
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import os
 import pathlib
+
+from ..models.export_cache import blake2b
 
 ENV = "POLYENG_ONNX_CACHE"
 MAX_FILES = 64
@@ -68,7 +71,7 @@ def path_for(model, options) -> pathlib.Path | None:
         return None
     from ..engine.fpmath import get_fp_math_mode
     from ..engine.settings import get_compute_eng
-    digest = _digest()
+    digest = blake2b()
     if isinstance(model, (bytes, bytearray, memoryview)):
         digest.update(b"bytes\0")
         digest.update(model if not isinstance(model, memoryview) or model.c_contiguous else bytes(model))
@@ -148,14 +151,6 @@ def prune(where, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> None
                 pass
 
 
-def _digest():
-    try:
-        from _blake2 import blake2b   # not hashlib: it loads OpenSSL's library (3 MB resident)
-    except ImportError:
-        from hashlib import blake2b
-    return blake2b(digest_size=16)
-
-
 def _stamp():
     """What the conversion depends on beside the model and the options: polyeng's sources (path,
     size, modification time), the converters and fusions registered, the installed onnx package
@@ -174,7 +169,7 @@ def _stamp():
     if _sources is None:
         root = pathlib.Path(__file__).resolve().parents[1]
         files = [(str(path.relative_to(root)), _file_stamp(path)) for path in sorted(root.rglob("*.py"))]
-        digest = _digest()
+        digest = blake2b()
         digest.update(repr(files).encode())
         _sources = digest.hexdigest()
     onnx_version = _file_stamp(_origin("onnx"))

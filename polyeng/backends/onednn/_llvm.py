@@ -131,18 +131,9 @@ def _cache_path(text: str, optimise: bool, stem: str) -> pathlib.Path:
     (which fixes the LLVM it bundles), read without loading LLVM."""
     import llvmlite
     parts = [text, _cpu(), llvmlite.__version__, str(optimise)]
-    digest = _blake2b("\n".join(parts).encode(), digest_size=8).hexdigest()
+    from ...models.export_cache import blake2b
+    digest = blake2b("\n".join(parts).encode(), digest_size=8).hexdigest()
     return cache_folder() / f"{stem}-{digest}.o"
-
-
-def _blake2b(data: bytes, digest_size: int):
-    """BLAKE2b of ``data``: CPython's own module, as ``hashlib`` loads OpenSSL's library (3 MB
-    resident) for its other digests."""
-    try:
-        from _blake2 import blake2b
-    except ImportError:   # an interpreter without it
-        from hashlib import blake2b
-    return blake2b(data, digest_size=digest_size)
 
 
 def _read(path) -> bytes | None:
