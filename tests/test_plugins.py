@@ -159,6 +159,15 @@ def test_the_entry_point_scan_defers_to_importlib_metadata_where_it_cannot_see(t
     monkeypatch.setattr(sys, "path", [str(tmp_path), str(archive)])
     assert plugins._declared_anywhere() is True
 
+    egg = tmp_path / "doubler-1.0-py3.11.egg"   # a plugin installed as an egg folder on sys.path
+    (egg / "EGG-INFO").mkdir(parents=True)
+    (egg / "EGG-INFO" / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: doubler\nVersion: 1.0\n")
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[polyeng.backends]\ndoubler = doubler_plugin:Doubler\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), str(egg)])
+    assert plugins._declared_anywhere() is True
+    from importlib import metadata   # the case importlib.metadata itself finds
+    assert [ep.name for ep in metadata.entry_points(group="polyeng.backends")] == ["doubler"]
+
     class Finder:   # a finder that lists distributions of its own
         @staticmethod
         def find_distributions(context=None):

@@ -65,8 +65,8 @@ def plugin_manager() -> pluggy.PluginManager:
 
 def _declared_anywhere() -> bool:
     """False only where no installed distribution can declare a ``polyeng.backends`` entry point: no
-    ``entry_points.txt`` in a ``*.dist-info`` or ``*.egg-info`` folder on ``sys.path`` names the
-    group, every ``sys.path`` entry is a folder, and no finder but Python's own path finder lists
+    ``entry_points.txt`` in a ``*.dist-info`` or ``*.egg-info`` folder on ``sys.path`` (or the
+    ``EGG-INFO`` folder of an ``.egg`` folder on it) names the group, every ``sys.path`` entry is a folder, and no finder but Python's own path finder lists
     distributions. Then ``importlib.metadata`` (about 3 MB of a process with the modules it
     imports) is not needed; otherwise it reads the entry points as ever."""
     import sys
@@ -79,8 +79,12 @@ def _declared_anywhere() -> bool:
             if os.path.exists(folder):   # a zip or egg file: importlib.metadata reads inside it
                 return True
             continue
+        # what importlib.metadata looks in: *.dist-info and *.egg-info folders, and the EGG-INFO
+        # folder of a sys.path entry that is an egg folder (a plugin installed as an .egg)
+        is_egg = os.path.basename(os.path.normpath(folder)).lower().endswith(".egg")
         try:
-            names = [e.name for e in os.scandir(folder) if e.name.lower().endswith((".dist-info", ".egg-info"))]
+            names = [e.name for e in os.scandir(folder)
+                     if e.name.lower().endswith((".dist-info", ".egg-info")) or is_egg and e.name.lower() == "egg-info"]
         except OSError:
             continue
         for name in names:

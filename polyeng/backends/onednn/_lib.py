@@ -126,26 +126,45 @@ def platform_reason() -> str:
 
 
 def library_path() -> str | None:
-    """Where the wheel installed ``libdnnl.so.3``, else what the system's loader finds, else None.
-    The wheel's library is in the environment's ``lib`` folder; only where it is not there (a
-    ``--user`` install) are the wheel's files read, with ``importlib.metadata`` (about 3 MB of a
-    process with the modules it imports)."""
-    path = os.path.join(sys.prefix, "lib", SONAME)
-    if os.path.exists(path):
+    """Where the wheel installed ``libdnnl.so.3``, else the environment's or the system's, else None.
+    The wheel is found as ``importlib.metadata`` finds it, without importing it (about 3 MB of a
+    process with the modules it imports): its ``*.dist-info`` folder in a ``sys.path`` folder, whose
+    ``RECORD`` names the library's path relative to that folder (``../../libdnnl.so.3`` in a
+    virtual environment's ``lib``; elsewhere for a ``--user`` install)."""
+    path = _wheel_library()
+    if path is not None:
         return path
-    from importlib import metadata
-    try:
-        for file in metadata.distribution(WHEEL).files or ():
-            if file.name == SONAME:
-                path = os.path.normpath(str(file.locate()))
-                if os.path.exists(path):
-                    return path
-    except metadata.PackageNotFoundError:
-        pass
-    path = os.path.join(sys.base_prefix, "lib", SONAME)
-    if os.path.exists(path):
-        return path
+    for prefix in (sys.prefix, sys.base_prefix):
+        path = os.path.join(prefix, "lib", SONAME)
+        if os.path.exists(path):
+            return path
     return ctypes.util.find_library("dnnl")
+
+
+def _wheel_library() -> str | None:
+    """``libdnnl.so.3`` as the first ``onednn-cpu-gomp`` install on ``sys.path`` records it (None
+    where there is none, or its file is missing)."""
+    stem = WHEEL.replace("-", "_") + "-"
+    for entry in sys.path:
+        folder = entry or "."
+        try:
+            infos = sorted(e.name for e in os.scandir(folder)
+                           if e.name.lower().startswith(stem) and e.name.lower().endswith(".dist-info"))
+        except OSError:   # not a folder
+            continue
+        for info in infos:
+            try:
+                with open(os.path.join(folder, info, "RECORD"), encoding="utf-8") as record:
+                    files = [line.split(",", 1)[0] for line in record]
+            except OSError:
+                continue
+            for file in files:
+                if os.path.basename(file) == SONAME:
+                    path = os.path.normpath(os.path.join(os.path.abspath(folder), file))
+                    if os.path.exists(path):
+                        return path
+            return None   # this install lacks its library: the fallbacks decide
+    return None
 
 
 def lib():
