@@ -99,6 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "uses_ops(*names): the ops a test runs on its `engine`; an engine "
                                        "lacking one of them has the test skipped")
     config.addinivalue_line("markers", "device_tensors: the test runs on engines with device tensors only")
+    _keep_graphs_apart(config)
     import polyeng
 
     for spec in _plugin_specs(config):
@@ -108,6 +109,20 @@ def pytest_configure(config: pytest.Config) -> None:
         except (TypeError, ValueError) as exc:
             raise pytest.UsageError(f"--polyeng-plugin {spec!r}: {exc}") from None
         _test_plugins.append(plugin)
+
+
+def _keep_graphs_apart(config: pytest.Config) -> None:
+    """The models the suite loads keep their converted graphs in a folder of the run's own, shared by
+    its workers (they inherit the variable), not in the user's cache folder, whose 64 least
+    recently used files they would push out. A folder the user names is kept."""
+    if _is_xdist_worker(config) or os.environ.get("POLYENG_ONNX_CACHE_DIR"):
+        return
+    import atexit
+    import shutil
+    import tempfile
+    folder = tempfile.mkdtemp(prefix="polyeng-test-graphs-")
+    os.environ["POLYENG_ONNX_CACHE_DIR"] = folder
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ def cache_home(tmp_path, monkeypatch):
     """Each test's own cache folder, with the cache on."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv(graph_cache.ENV, raising=False)
+    monkeypatch.delenv(graph_cache.DIR_ENV, raising=False)
     return tmp_path / "cache" / "polyeng" / "graphs"
 
 
@@ -218,7 +220,12 @@ def test_the_least_recently_used_files_go_beyond_the_limits(tmp_path):
         file.write_bytes(b"x" * 100)
         os.utime(file, ns=(i * 10**9, i * 10**9))
     (folder / "other.txt").write_text("not a graph file")
+    (folder / "killed.tmp").write_bytes(b"half a file")   # a killed writer's, an hour and more ago
+    stale = (time.time() - graph_cache.STALE_SECONDS - 60) * 10**9
+    os.utime(folder / "killed.tmp", ns=(int(stale), int(stale)))
+    (folder / "writing.tmp").write_bytes(b"a live writer's")
     graph_cache.prune(folder, max_files=4, max_bytes=10**6)
+    assert not (folder / "killed.tmp").exists() and (folder / "writing.tmp").exists()
     assert kept(folder) == [f"{i}{graph_cache.SUFFIX}" for i in (2, 3, 4, 5)]
     graph_cache.prune(folder, max_files=4, max_bytes=250)
     assert kept(folder) == [f"{i}{graph_cache.SUFFIX}" for i in (4, 5)]
@@ -293,3 +300,48 @@ def test_constants_over_the_budget_together_are_not_kept(tmp_path, cache_home):
     path = saved(model, tmp_path)
     polyeng.onnx.load(path, max_bytes=1500)
     assert kept(cache_home) == []
+
+
+def test_a_file_replaced_while_it_loads_is_kept_under_the_bytes_converted(tmp_path, cache_home, monkeypatch):
+    # another process replaces the file after its bytes were hashed and before they are converted:
+    # the new model's graph must not be kept under the old bytes' key
+    first, second = mlp_model(), mlp_model()   # the same structure, other weights
+    path = saved(first, tmp_path)
+    replaced = tmp_path / "second.onnx"
+    onnx.save(second, str(replaced))
+    real = graph_cache.file_bytes
+
+    def replacing(model):
+        os.replace(replaced, model)
+        return real(model)
+    monkeypatch.setattr(graph_cache, "file_bytes", replacing)
+    x = randn(2, 6)
+    got = polyeng.onnx.load(path)(x)
+    monkeypatch.setattr(graph_cache, "file_bytes", real)
+    assert np.array_equal(got, polyeng.onnx.load(second, cache=False)(x))
+    onnx.save(first, path)   # the first model's bytes again: its own graph, not the second's
+    assert np.array_equal(polyeng.onnx.load(path)(x), polyeng.onnx.load(first, cache=False)(x))
+    assert not np.array_equal(polyeng.onnx.load(path)(x), got)
+
+
+def test_a_text_format_model_file_is_read_as_its_name_says(tmp_path, cache_home):
+    path = str(tmp_path / "m.textproto")
+    onnx.save_model(mlp_model(), path, format="textproto")
+    x = randn(2, 6)
+    want = polyeng.onnx.load(path, cache=False)(x)
+    assert np.array_equal(polyeng.onnx.load(path)(x), want)
+    assert len(kept(cache_home)) == 1
+    assert np.array_equal(polyeng.onnx.load(path)(x), want)
+
+
+def test_polyeng_onnx_cache_dir_names_the_folder(tmp_path, cache_home, monkeypatch):
+    chosen = tmp_path / "elsewhere"
+    monkeypatch.setenv(graph_cache.DIR_ENV, str(chosen))
+    path = saved(mlp_model(), tmp_path)
+    x = randn(2, 6)
+    want = polyeng.onnx.load(path)(x)
+    assert len(kept(chosen)) == 1 and kept(cache_home) == []
+    assert np.array_equal(polyeng.onnx.load(path)(x), want)
+    monkeypatch.setenv(graph_cache.DIR_ENV, "")   # empty: the default folder
+    polyeng.onnx.load(path)
+    assert len(kept(cache_home)) == 1

@@ -5,6 +5,7 @@ the ``onnx`` package alone holds about 11 MB of a process's memory. ``polyeng.on
 the graph it made as a graph file (``Graph.save``'s format) in ``graphs/`` under polyeng's cache
 folder (``XDG_CACHE_HOME`` or ``~/.cache``), and a later load of the same bytes reads that file
 (``polyeng.graph.load``, with the file checks and ``max_bytes``) without importing onnx.
+``POLYENG_ONNX_CACHE_DIR`` names another folder for them.
 
 The file's name is a digest of everything the conversion depends on: the model's bytes, the
 load's options (``max_bytes`` and the fusions turned off), the fp math mode and ``compute_eng``
@@ -16,22 +17,26 @@ as a path or bytes, with no external data, is kept (external files are not part 
 The folder keeps at most ``MAX_FILES`` files and ``MAX_BYTES`` bytes: a new file removes the
 least recently used ones beyond that; a graph whose file would exceed ``MAX_FILE_BYTES`` is not
 kept. A file written under a temporary name is renamed into place, so processes side by side
-never read half of one; a file that does not load (damaged, or from a polyeng that reads no
-longer) is converted again and replaced. A folder polyeng cannot write to only costs the time.
+never read half of one (a killed writer's temporary file is removed an hour later); a file
+that does not load (damaged, or from a polyeng that reads no longer) is converted again and
+replaced. A folder polyeng cannot write to only costs the time.
 ``load(..., cache=False)`` or ``POLYENG_ONNX_CACHE=0`` turn the cache off.
 """
 from __future__ import annotations
 
 import os
 import pathlib
+import time
 
 from ..models.export_cache import blake2b
 
 ENV = "POLYENG_ONNX_CACHE"
+DIR_ENV = "POLYENG_ONNX_CACHE_DIR"
 MAX_FILES = 64
 MAX_BYTES = 1 << 30
 MAX_FILE_BYTES = 256 << 20
 SUFFIX = ".pgraph"
+STALE_SECONDS = 3600
 _CHUNK = 1 << 20
 _sources = None   # polyeng's source stamp, made once per process
 
@@ -54,7 +59,11 @@ def enabled(cache=None) -> bool:
 
 
 def folder() -> pathlib.Path | None:
-    """``graphs`` in polyeng's cache folder; None where there is no home to put it in."""
+    """``POLYENG_ONNX_CACHE_DIR`` when set, else ``graphs`` in polyeng's cache folder; None where
+    there is no home to put it in."""
+    chosen = os.environ.get(DIR_ENV, "")
+    if chosen:
+        return pathlib.Path(chosen).expanduser()
     from ..models.export_cache import default_folder
     try:
         return default_folder() / "graphs"
@@ -62,10 +71,11 @@ def folder() -> pathlib.Path | None:
         return None
 
 
-def path_for(model, options) -> pathlib.Path | None:
+def path_for(model, options, data=None) -> pathlib.Path | None:
     """The cache file of ``model`` (a checked regular file's path, or bytes) loaded with ``options``
     (a tuple of the load's settings); None for a model the cache does not keep (a ModelProto), or
-    where a converter or fusion from outside polyeng is registered."""
+    where a converter or fusion from outside polyeng is registered. ``data``, for a path, is the
+    file's bytes already read: the key of a conversion is made of the bytes it converts."""
     stamp, where = _stamp(), folder()
     if stamp is None or where is None:
         return None
@@ -75,6 +85,9 @@ def path_for(model, options) -> pathlib.Path | None:
     if isinstance(model, (bytes, bytearray, memoryview)):
         digest.update(b"bytes\0")
         digest.update(model if not isinstance(model, memoryview) or model.c_contiguous else bytes(model))
+    elif isinstance(model, (str, os.PathLike)) and data is not None:
+        digest.update(b"file\0")
+        digest.update(data)
     elif isinstance(model, (str, os.PathLike)):
         digest.update(b"file\0")
         chunk = bytearray(_CHUNK)
@@ -91,6 +104,16 @@ def path_for(model, options) -> pathlib.Path | None:
     # another graph
     digest.update(repr((options, str(get_fp_math_mode()), get_compute_eng(), stamp)).encode())
     return where / f"{digest.hexdigest()}{SUFFIX}"
+
+
+def file_bytes(model) -> bytes | None:
+    """The bytes of the model file ``model`` (None where it cannot be read: the conversion reports
+    it as ever)."""
+    try:
+        with open(model, "rb") as file:
+            return file.read()
+    except OSError:
+        return None
 
 
 def read(path, max_bytes):
@@ -128,11 +151,19 @@ def write(graph, path, max_bytes: int) -> None:
 
 def prune(where, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> None:
     """Remove the least recently used graph files of ``where`` until at most ``max_files`` files and
-    ``max_bytes`` bytes remain."""
+    ``max_bytes`` bytes remain, and the temporary files of writers that were killed (untouched for
+    ``STALE_SECONDS``; a live writer's is seconds old)."""
     kept = []
+    stale = time.time_ns() - STALE_SECONDS * 10**9
     try:
         for entry in os.scandir(where):
-            if entry.name.endswith(SUFFIX):
+            if entry.name.endswith(".tmp"):   # a writer's: left behind where the writer was killed
+                try:
+                    if entry.stat().st_mtime_ns < stale:
+                        os.unlink(entry.path)
+                except OSError:
+                    pass
+            elif entry.name.endswith(SUFFIX):
                 try:
                     found = entry.stat()
                 except OSError:   # removed by another process meanwhile

@@ -42,13 +42,19 @@ def load(model, base_dir=None, max_bytes=None, disable_fusions=None, cache=None)
     from ..graph import fusing as graph_fusions
     off = graph_fusions.check_names(graph_fusions.disabled(disable_fusions))
     limit = budget.limit(max_bytes)
-    kept = None
+    kept = data = None
     if graph_cache.enabled(cache) and _cacheable(model):
-        kept = graph_cache.path_for(model, (limit, sorted(off)))
+        options = (limit, sorted(off))
+        kept = graph_cache.path_for(model, options)
         graph = graph_cache.read(kept, max_bytes)
         if graph is not None:
             return graph
-    graph, external = _convert(model, base_dir, max_bytes, off)
+        if kept is not None and not isinstance(model, (bytes, bytearray, memoryview)):
+            # the file is converted from the bytes its key is made of: another process may replace
+            # it between hashing and reading, and its graph must not be kept under the old bytes' key
+            data = graph_cache.file_bytes(model)
+            kept = None if data is None else graph_cache.path_for(model, options, data)
+    graph, external = _convert(model, base_dir, max_bytes, off, data)
     if kept is not None and not external:
         graph_cache.write(graph, kept, limit)
     return graph
@@ -63,10 +69,11 @@ def _cacheable(model) -> bool:
     return isinstance(model, (str, os.PathLike)) and os.path.isfile(model)
 
 
-def _convert(model, base_dir, max_bytes, off):
-    """The graph of ``model`` and the number of its tensors read from external files."""
+def _convert(model, base_dir, max_bytes, off, data=None):
+    """The graph of ``model`` (its file's ``data`` where already read) and the number of its tensors
+    read from external files."""
     from ..graph import fusing as graph_fusions
-    proto, external = onnx_model.read(model, base_dir)
+    proto, external = onnx_model.read(model, base_dir, data)
     where = _where(model)
     opset = onnx_model.opset(proto)
     versions = {e.domain: e.version for e in proto.opset_import} | {"": opset, "ai.onnx": opset}

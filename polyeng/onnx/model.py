@@ -28,10 +28,12 @@ def _onnx():
     return onnx
 
 
-def read(model, base_dir=None):
+def read(model, base_dir=None, data=None):
     """``model`` (a path, bytes or ``onnx.ModelProto``) as a ModelProto with its external data read
     (``external_data``: from the model file's folder, or ``base_dir``), and the number of tensors
-    read from there; ValueError when it is not one. A ModelProto given is copied, never changed."""
+    read from there; ValueError when it is not one. A ModelProto given is copied, never changed.
+    ``data``, for a path, is the file's bytes already read (parsed in the format its name says, as
+    ``onnx.load`` does)."""
     onnx = _onnx()
     if isinstance(model, onnx.ModelProto):
         proto = onnx.ModelProto()
@@ -53,7 +55,11 @@ def read(model, base_dir=None):
         if not stat.S_ISREG(os.stat(path).st_mode):   # a FIFO would block for ever, /dev/zero never end
             raise ValueError(f"{path}: not a regular file")
         try:
-            proto = onnx.load(path, load_external_data=False)   # read below, from this folder only
+            if data is None:
+                proto = onnx.load(path, load_external_data=False)   # read below, from this folder only
+            else:
+                fmt = onnx.serialization.registry.get_format_from_file_extension(os.path.splitext(path)[1])
+                proto = onnx.load_model_from_string(data, format=fmt or "protobuf")
         except Exception as exc:
             raise ValueError(f"{path}: not an ONNX model ({type(exc).__name__}: {exc})") from None
         where = path
