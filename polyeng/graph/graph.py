@@ -82,11 +82,19 @@ class Graph:
         program = self._compiled()
         env = program.run(values)
         slot = program.slot
+        owned = [v for v in values if type(v) is np.ndarray]   # what the caller holds, and each output
 
         def output(name):
             if name in self._constants:
                 return self._constants[name].copy()
-            return env[slot[name]]
+            value = env[slot[name]]
+            if type(value) is np.ndarray:
+                # an input itself, or a view of it (a Reshape, an Identity), or an output given twice
+                # or seen through another shape: its own copy, as a model's outputs are the caller's
+                if any(np.may_share_memory(value, other) for other in owned):
+                    value = value.copy()
+                owned.append(value)
+            return value
         return fill(self._output_structure, output)
 
     def _run_flat(self, values) -> list:
