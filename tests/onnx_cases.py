@@ -482,6 +482,18 @@ def movement():
         attrs = {} if perm is None else {"perm": perm}
         out.append(case(name, [node("Transpose", ["x"], ["y"], **attrs)], [("x", F32, shape)], [("y", F32)], [f()],
                         [(concrete(shape, s),) for s in N23]))
+    # moving only axes of size 1 is a reshape (a view): named dims, fixed dims, a named dim that is
+    # 1 in a call, and an unsqueeze's axis moved (an LSTM's Y)
+    for name, perm, shape, sizes in (
+            ("transpose_unit_axes_named", [0, 2, 1, 3], ["N", 1, "M", 4], ({"N": 2, "M": 3}, {"N": 1, "M": 5})),
+            ("transpose_unit_axes_fixed", [1, 0, 3, 2], [2, 1, 3, 1], ({}, {})),
+            ("transpose_unit_axis_first", [1, 0, 2], ["N", 1, 4], ({"N": 3}, {"N": 1}))):
+        out.append(case(name, [node("Transpose", ["x"], ["y"], perm=perm)], [("x", F32, shape)], [("y", F32)], [f()],
+                        [(concrete(shape, s),) for s in sizes]))
+    out.append(case("transpose_of_an_unsqueeze", [node("Unsqueeze", ["x", "axes"], ["u"]),
+                                                  node("Transpose", ["u"], ["y"], perm=[0, 2, 1, 3])],
+                    [("x", F32, ["L", "N", 4])], [("y", F32)], [f()], [((3, 2, 4),), ((2, 1, 4),)],
+                    inits={"axes": np.asarray([1], I64)}))
     out.append(case("where_cond_broadcasts", [node("Where", ["c", "x", "y0"], ["y"])],
                     [("c", BOOL, ["N", 1, 4]), ("x", F32, ["N", 3, 4])], [("y", F32)], [flags, f()],
                     [((2, 1, 4), (2, 3, 4)), ((3, 1, 4), (3, 3, 4))], inits={"y0": randn(4)}))

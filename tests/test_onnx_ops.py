@@ -209,3 +209,39 @@ def test_forms_the_reference_evaluator_gets_wrong_match_onnxruntime(engine, inde
         want = session.run(None, {"x": x})[0]
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def _ops_of(graph) -> list:
+    return [n.op for n in graph.nodes]
+
+
+def test_a_transpose_that_moves_only_unit_axes_is_a_view_not_a_copy():
+    cases = {c.name: c for c in SUPPORTED}
+    for name in ("transpose_unit_axes_named", "transpose_unit_axis_first", "transpose_of_an_unsqueeze"):
+        ops = _ops_of(polyeng.onnx.load(cases[name].model, cache=False))
+        assert "permute_contiguous" not in ops, (name, ops)   # host views (in a host program)
+    assert _ops_of(polyeng.onnx.load(cases["transpose_unit_axes_fixed"].model, cache=False)) == ["reshape"]
+    # axes of other sizes reordered: a copy, as ever
+    assert "permute_contiguous" in _ops_of(polyeng.onnx.load(cases["transpose_perm_0213"].model, cache=False))
+
+
+@pytest.mark.parametrize("nodes,outputs,inits", [
+    ([node("Identity", ["x"], ["y"])], ["y"], None),
+    ([node("Reshape", ["x", "s"], ["y"])], ["y"], {"s": np.asarray([-1], I64)}),
+    ([node("Transpose", ["x"], ["y"], perm=[1, 0, 2])], ["y"], None),
+    ([node("Relu", ["x"], ["r"]), node("Reshape", ["r", "s"], ["y"])], ["r", "y"], {"s": np.asarray([-1], I64)}),
+], ids=["identity", "reshape", "unit-axis-transpose", "output-and-its-view"])
+def test_outputs_never_share_memory_with_the_inputs_or_each_other(nodes, outputs, inits):
+    model = build(nodes, [("x", F32, ["N", 1, 4])], [(o, F32) for o in outputs], inits=inits)
+    graph = polyeng.onnx.load(model.SerializeToString(), cache=False)
+    x = np.arange(12, dtype=np.float32).reshape(3, 1, 4)
+    got = graph(x)
+    got = list(got) if isinstance(got, tuple) else [got]
+    want = [a.copy() for a in got]
+    x[:] = -1
+    for a in got:
+        a[...] = 7   # writing one output changes neither the input nor another output
+    assert (x == -1).all()
+    for a, w in zip(got, want):
+        assert not np.shares_memory(a, x)
+    assert all(not np.shares_memory(a, b) for i, a in enumerate(got) for b in got[i + 1:])

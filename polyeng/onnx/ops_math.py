@@ -353,4 +353,36 @@ def transpose(n: OnnxNode) -> None:
     if perm == tuple(range(len(perm))):
         n.set(0, x)
         return
+    if _moves_only_unit_axes(x.shape, perm):
+        _unit_axes_moved(n, x, perm)
+        return
     n.emit("permute_contiguous", {"x": x, "dims": perm})
+
+
+def _moves_only_unit_axes(shape, perm) -> bool:
+    """Whether ``perm`` keeps every axis not known to be 1 in its order: the result then holds the
+    input's bytes in the input's order (an LSTM's Y (L, 1, N, H) to (L, N, 1, H))."""
+    if shape is None or len(shape) != len(perm):
+        return False
+    kept = [a for a in perm if shape[a] != 1]
+    return kept == sorted(kept) and len(kept) < len(perm)
+
+
+def _unit_axes_moved(n: OnnxNode, x, perm) -> None:
+    """A Transpose that moves only axes of size 1, as a reshape of ``x`` (a view, not a copy):
+    with a fixed shape the ``reshape`` op, else its unit axes squeezed and put back where ``perm``
+    puts them (host views)."""
+    static = x.static_shape()
+    if static is not None:
+        n.emit("reshape", {"x": x, "shape": tuple(int(static[a]) for a in perm)})
+        return
+    units = tuple(i for i, d in enumerate(x.shape) if d == 1)
+    source = getattr(x, "unsqueezed", None)
+    if source is not None and tuple(sorted(source[1])) == units:
+        squeezed = source[0]   # the value an unsqueeze made x from (an LSTM's y)
+    else:
+        (squeezed,) = n.b.emit("onnx.squeeze", {"x": x, "axes": units},
+                               [(x.dtype, tuple(d for i, d in enumerate(x.shape) if i not in units))],
+                               names=[f"{n.name}.squeezed"])
+    n.emit("onnx.unsqueeze", {"x": squeezed, "axes": tuple(i for i, a in enumerate(perm) if a in units)},
+           dtype=x.dtype)
