@@ -174,3 +174,46 @@ def test_an_interrupt_as_a_lane_is_posted_leaves_the_lanes_working(lanes, monkey
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
     assert lanes[-2:] == [True, True]
+
+
+@pytest.mark.parametrize("kind,extra", CALLS)
+def test_calls_after_the_first_reuse_the_lanes_arrays_and_give_their_own_results(lanes, kind, extra):
+    # each lane keeps its inputs, outputs and states between calls: every call's results are its
+    # own (copied out), inputs and weights that change are read anew
+    seq, features, hidden, batch = 32, 32, 64, 5
+    first_params = make(kind, features, hidden, layers=2)
+    x = RNG.standard_normal((seq, batch, features)).astype(np.float32)
+    first = _call(kind, x, first_params, **extra)
+    first_copy = [a.copy() for a in first]
+    other_x = RNG.standard_normal((seq, batch, features)).astype(np.float32)
+    other_params = make(kind, features, hidden, layers=2)   # other weight arrays: bound anew
+    h0 = RNG.standard_normal((2, batch, hidden)).astype(np.float32)
+    states = dict(extra, h0=h0, **({"c0": h0[::-1].copy()} if kind == "lstm" else {}))
+    for x_now, params, kwargs in ((other_x, first_params, extra), (x, other_params, states),
+                                  (x, first_params, extra)):
+        got = _call(kind, x_now, params, **kwargs)
+        reference = _call(kind, x_now, params, engine="basic", **kwargs)
+        for g, r in zip(got, reference):
+            np.testing.assert_allclose(g, r, rtol=2e-5, atol=2e-5)
+    assert lanes == [True] * 4
+    for a, b in zip(first, first_copy):   # not overwritten by the later calls
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got[0], first_copy[0])   # the first call's inputs again: its bits
+
+
+def test_a_call_made_while_this_thread_holds_the_lanes_arrays_runs_whole(lanes):
+    # a signal handler's call, made while this thread's own call has filled the lanes' arrays
+    # and not run them yet, must not overwrite them: it runs whole
+    from polyeng.backends.onednn import _recurrent_lanes
+    params = make("lstm", 32, 64)
+    x = RNG.standard_normal((32, 6, 32)).astype(np.float32)
+    _call("lstm", x, params)
+    (plan,) = [p for key, p in _recurrent_lanes._plans.items() if key[0] == "lstm" and key[1].batch == 6]
+    plan[0][-1].busy = True
+    try:
+        got = _call("lstm", x, params)
+    finally:
+        plan[0][-1].busy = False
+    assert lanes == [True, False]
+    for g, w in zip(got, _whole("lstm", x, params)):
+        np.testing.assert_array_equal(g, w)
