@@ -165,8 +165,9 @@ def test_the_entry_point_scan_defers_to_importlib_metadata_where_it_cannot_see(t
     (egg / "EGG-INFO" / "entry_points.txt").write_text("[polyeng.backends]\ndoubler = doubler_plugin:Doubler\n")
     monkeypatch.setattr(sys, "path", [str(tmp_path), str(egg)])
     assert plugins._declared_anywhere() is True
-    from importlib import metadata   # the case importlib.metadata itself finds
-    assert [ep.name for ep in metadata.entry_points(group="polyeng.backends")] == ["doubler"]
+    from importlib import metadata   # the case importlib.metadata's own path finder reads
+    found = metadata.MetadataPathFinder.find_distributions(metadata.DistributionFinder.Context(path=[str(egg)]))
+    assert [ep.name for d in found for ep in d.entry_points if ep.group == "polyeng.backends"] == ["doubler"]
 
     class Finder:   # a finder that lists distributions of its own
         @staticmethod
