@@ -147,10 +147,7 @@ class Native:
 
     def run(self, arrays) -> None:
         """Executes every call on ``arrays`` (the run's inputs, then its outputs: C-contiguous)."""
-        self.run_pointers(np.array([address(a) for a in arrays], np.uint64))
-
-    def run_pointers(self, pointers) -> None:
-        """``run`` on the addresses of its arrays (uint64), made by the caller (held until it returns)."""
+        pointers = np.array([address(a) for a in arrays], np.uint64)
         self._row[L.POINTERS], self._row[L.POINTERS_N] = address(pointers), pointers.size
         note_threads(None)   # the loop sets this thread's OpenMP count: unknown until it returns
         status = _loop["run"](_loop["at"], stream(), self._row_at)   # made before any Native is

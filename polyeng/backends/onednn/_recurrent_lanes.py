@@ -70,9 +70,9 @@ _plans_lock = threading.Lock()
 
 
 def _plan(kind, shape, lanes: int) -> list:
-    """Per lane: (first row, end row, its layers, its compiled loop, the loop's lock, its arrays);
-    made once per call shape and lane count (it holds the lanes' primitives). Each lane has a loop
-    of its own: the calling thread and a worker never run one loop (its memory objects) at once."""
+    """Per lane: (first row, end row, its layers, its compiled loop, the loop's lock); made once
+    per call shape and lane count (it holds the lanes' primitives). Each lane has a loop of its
+    own: the calling thread and a worker never run one loop (its memory objects) at once."""
     key = (kind, shape, lanes)
     plan = _plans.get(key)
     if plan is None:
@@ -81,50 +81,12 @@ def _plan(kind, shape, lanes: int) -> list:
         for start, stop in _parts(shape.batch, lanes):
             part = dataclasses.replace(shape, batch=stop - start)
             layers = [_layer_prim(kind, part, index, "f32") for index in range(shape.num_layers)]
-            plan.append((start, stop, layers) + _native_of(kind, layers) + (_LaneArrays(kind, part),))
+            plan.append((start, stop, layers) + _native_of(kind, layers))
         with _plans_lock:
             if len(_plans) >= MAX_PLANS:
                 _plans.pop(next(iter(_plans)))
             _plans[key] = plan
     return plan
-
-
-class _LaneArrays:
-    """One lane's inputs, outputs and states, made once per plan and used by the call that holds
-    the lane's lock (its results are copied out before the lock is released), with the addresses
-    its loop takes: they are made again only where a weight or bias array is another object than
-    the last call's (weights that can change are reordered anew on every call)."""
-
-    def __init__(self, kind, part):
-        dirs, hidden = part.num_directions, part.hidden_size
-        x_shape = (part.seq_len, part.batch, part.input_size) if not part.batch_first \
-            else (part.batch, part.seq_len, part.input_size)
-        self.x = np.empty(x_shape, np.float32)
-        self.outs, self.states, self.ends = [], [], []
-        for _ in range(part.num_layers):
-            self.outs.append(np.empty(x_shape[:-1] + (dirs * hidden,), np.float32))
-            count = 2 if kind == "lstm" else 1
-            self.states.append([np.empty((dirs, part.batch, hidden), np.float32) for _ in range(count)])
-            self.ends.append([np.empty((dirs, part.batch, hidden), np.float32) for _ in range(count)])
-        self.parts: list = []      # the weights and biases the addresses were made with
-        self.arrays: list = []     # the loop's arrays, in its order
-        self.pointers = None       # their addresses (uint64)
-        self.busy = False          # a call on this thread uses them (a signal handler's call runs whole)
-
-    def bind(self, kind, parts) -> None:
-        """The loop's arrays and addresses for the weights and biases ``parts`` (three per layer)."""
-        if len(parts) == len(self.parts) and all(a is b for a, b in zip(parts, self.parts)):
-            return
-        arrays, x = [], self.x
-        for index, out in enumerate(self.outs):
-            w_layer, w_iter, bias = parts[3 * index:3 * index + 3]
-            states, ends = self.states[index], self.ends[index]
-            arrays += [x, states[0], w_layer, w_iter, bias, out, ends[0]]
-            if kind == "lstm":
-                arrays += [states[1], ends[1]]
-            x = out
-        self.pointers = np.array([address(a) for a in arrays], np.uint64)
-        self.arrays, self.parts = arrays, list(parts)
 
 
 def _in_lanes(kind, shape, params, seq, finals, lanes: int):
@@ -137,7 +99,7 @@ def _in_lanes(kind, shape, params, seq, finals, lanes: int):
     biases = [bias_of(kind, params[shape.param_index(index, 0):shape.param_index(index, 0) + dirs], hidden)
               for index in range(shape.num_layers)]
     y = np.empty(shape.output_shape, np.float32)
-    runs, held, using = [], [], []
+    runs, held = [], []
     try:
         workers = _lane_worker.workers(lanes - 1)
         for worker in workers:
@@ -146,48 +108,45 @@ def _in_lanes(kind, shape, params, seq, finals, lanes: int):
             held.append(worker.lock)
             if worker.failed is not None:
                 return None
-        for start, stop, layers, native, lock, lane in plan:
+        for start, stop, layers, native, lock in plan:
             if not lock.acquire(blocking=False):
                 return None
             held.append(lock)
-            if lane.busy:   # this thread's own call, interrupted by a signal handler that made this one
-                return None
-            lane.busy = True
-            using.append(lane)
-            np.copyto(lane.x, seq[:, start:stop] if time_major else seq[start:stop])
-            parts = []
+            x = np.ascontiguousarray(seq[:, start:stop] if time_major else seq[start:stop])
+            arrays, outs = [], []
             for index, layer in enumerate(layers):
                 first = shape.param_index(index, 0)
                 entries = params[first:first + dirs]
-                for state, s in zip(lane.states[index], finals):
-                    np.copyto(state, s[first:first + dirs, start:stop])
-                parts += [weights_of(layer, kind, 0, [e[0] for e in entries], hidden),
-                          weights_of(layer, kind, 1, [e[1] for e in entries], hidden), biases[index]]
-            lane.bind(kind, parts)
-            runs.append((native, lane, start, stop))
+                out = np.empty(x.shape[:-1] + (dirs * hidden,), np.float32)
+                states = [np.ascontiguousarray(s[first:first + dirs, start:stop]) for s in finals]
+                ends = [np.empty_like(s) for s in states]
+                arrays += [x, states[0], weights_of(layer, kind, 0, [e[0] for e in entries], hidden),
+                           weights_of(layer, kind, 1, [e[1] for e in entries], hidden), biases[index], out, ends[0]]
+                if kind == "lstm":
+                    arrays += [states[1], ends[1]]
+                outs.append((first, ends))
+                x = out
+            runs.append((native, arrays, start, stop, outs, x))
         try:
-            for worker, (native, lane, *_) in zip(workers, runs[1:]):
-                worker.post([(native, lane.pointers, lane.arrays)])
-            runs[0][0].run_pointers(runs[0][1].pointers)
+            for worker, (native, arrays, *_) in zip(workers, runs[1:]):
+                worker.post([(native, np.array([address(a) for a in arrays], np.uint64), arrays)])
+            runs[0][0].run(runs[0][1])
         finally:   # every lane posted has ended before the call returns or raises
             _lane_worker.wait_all(workers)
         for worker in workers:
             for status in worker.statuses():
                 _native.raise_for(status)
-        for _, lane, start, stop in runs:   # the last layer's y of the lane, and the final states
-            if time_major:
-                y[:, start:stop] = lane.outs[-1]
-            else:
-                y[start:stop] = lane.outs[-1]
-            for index, ends in enumerate(lane.ends):
-                first = shape.param_index(index, 0)
-                for final, end in zip(finals, ends):
-                    final[first:first + dirs, start:stop] = end
     finally:
-        for lane in using:
-            lane.busy = False
         for lock in reversed(held):
             lock.release()
+    for _, _, start, stop, outs, last in runs:   # last: the last layer's y of the lane
+        if time_major:
+            y[:, start:stop] = last
+        else:
+            y[start:stop] = last
+        for first, ends in outs:
+            for final, end in zip(finals, ends):
+                final[first:first + dirs, start:stop] = end
     return y
 
 
