@@ -18,7 +18,8 @@ the same inputs (saved by this process) are run by a new Python process per runt
 Each process runs twice and the second is reported: the first fills numba's disk cache (a warm
 kernel cache, as after ``polyeng warmup``) and the system's page cache (the libraries and the
 file). Linux only (``/proc``). The processes get no environment variables
-beyond PATH and HOME, as a user's plain script runs.
+beyond PATH and HOME, as a user's plain script runs (and ``POLYENG_ONNX_CACHE_DIR`` where it is
+set: the test suite keeps its converted models apart from the user's).
 
     python benchmarks/model_costs.py [--cases bert,resnet] [--calls 30] [--json PATH]
 """
@@ -89,6 +90,8 @@ def _path_and_inputs(entry):
 
 def _child(runtime, path, npz, calls, out) -> dict:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root")}
+    # where kept conversions go, only where it is set (the test suite keeps its own apart)
+    env.update({k: os.environ[k] for k in ("POLYENG_ONNX_CACHE_DIR",) if os.environ.get(k)})
     try:
         done = subprocess.run([sys.executable, "-c", CHILD, runtime, path, npz, str(calls), out], env=env,
                               capture_output=True, text=True, timeout=600)

@@ -38,3 +38,17 @@ def test_the_difference_sees_nan_and_other_shapes(tmp_path, ours, theirs, want):
     np.savez(tmp_path / "a.npz", *[np.array(a) for a in ours])
     np.savez(tmp_path / "b.npz", *[np.array(b) for b in theirs])
     assert model_costs._largest_difference(str(tmp_path / "a.npz"), str(tmp_path / "b.npz")) == pytest.approx(want)
+
+
+def test_the_plain_children_keep_their_conversions_where_the_caller_says(tmp_path, monkeypatch):
+    # the suite's POLYENG_ONNX_CACHE_DIR reaches the children, so they leave the user's cache alone
+    seen = {}
+
+    def run(args, env=None, **kwargs):
+        seen.update(env)
+        raise model_costs.subprocess.TimeoutExpired(args, 1)
+    monkeypatch.setattr(model_costs.subprocess, "run", run)
+    monkeypatch.setenv("POLYENG_ONNX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("POLYENG_COMPUTE_ENG", "basic")   # anything else stays out
+    assert "error" in model_costs._child("polyeng", "m.onnx", "in.npz", 1, "out.npz")
+    assert sorted(seen) == ["HOME", "PATH", "POLYENG_ONNX_CACHE_DIR"] and seen["POLYENG_ONNX_CACHE_DIR"] == str(tmp_path)
