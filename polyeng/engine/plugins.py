@@ -66,9 +66,10 @@ def plugin_manager() -> pluggy.PluginManager:
 def _declared_anywhere() -> bool:
     """False only where no installed distribution can declare a ``polyeng.backends`` entry point: no
     ``entry_points.txt`` in a ``*.dist-info`` or ``*.egg-info`` folder on ``sys.path`` (or the
-    ``EGG-INFO`` folder of an ``.egg`` folder on it) names the group, every ``sys.path`` entry is a folder, and no finder but Python's own path finder lists
-    distributions. Then ``importlib.metadata`` (about 3 MB of a process with the modules it
-    imports) is not needed; otherwise it reads the entry points as ever."""
+    ``EGG-INFO`` folder of an ``.egg`` folder on it) names the group, every ``sys.path`` entry is a
+    folder, and no finder but Python's own path finder lists distributions. Then
+    ``importlib.metadata`` (about 3 MB of a process with the modules it imports) is not needed;
+    otherwise it reads the entry points as ever."""
     import sys
     from importlib.machinery import PathFinder
     if any(hasattr(finder, "find_distributions") and finder is not PathFinder for finder in sys.meta_path):
