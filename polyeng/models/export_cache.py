@@ -11,6 +11,9 @@ import sys
 import tempfile
 
 
+TEMPORARY_SUFFIX = ".tmp"   # ``write_file``'s name for a file being written (a killed writer's stays)
+
+
 def default_folder() -> pathlib.Path:
     """``polyeng`` under the user's cache folder (``XDG_CACHE_HOME`` or ``~/.cache``)."""
     return pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "polyeng"
@@ -34,7 +37,7 @@ def write_file(path: pathlib.Path, data) -> bool:
     temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
+        handle, temporary = tempfile.mkstemp(suffix=TEMPORARY_SUFFIX, dir=path.parent)
         with os.fdopen(handle, "wb") as out:
             if isinstance(data, bytes):
                 out.write(data)

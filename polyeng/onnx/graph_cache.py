@@ -28,7 +28,7 @@ import os
 import pathlib
 import time
 
-from ..models.export_cache import blake2b
+from ..models.export_cache import TEMPORARY_SUFFIX, blake2b
 
 ENV = "POLYENG_ONNX_CACHE"
 DIR_ENV = "POLYENG_ONNX_CACHE_DIR"
@@ -157,7 +157,7 @@ def prune(where, max_files: int = MAX_FILES, max_bytes: int = MAX_BYTES) -> None
     stale = time.time_ns() - STALE_SECONDS * 10**9
     try:
         for entry in os.scandir(where):
-            if entry.name.endswith(".tmp"):   # a writer's: left behind where the writer was killed
+            if entry.name.endswith(TEMPORARY_SUFFIX):   # a writer's: left behind where it was killed
                 try:
                     if entry.stat().st_mtime_ns < stale:
                         os.unlink(entry.path)
