@@ -42,38 +42,51 @@ def _element_impl(v, k):
 
 
 @inline
-def _row(op, x, y, dst):
-    """dst = x op y over one row; the op is chosen once per row, each loop is branch-free."""
+def _add_row(op, x, y, dst):
+    """dst = x + y over one row (``op`` unused: one row function per op, so that a kernel compiles
+    only its own loops; ``walk`` inlines its row four times, once per operand form)."""
+    for k in range(dst.size):
+        dst[k] = narrow(_element(x, k) + _element(y, k), dst)
+
+
+@inline
+def _sub_row(op, x, y, dst):
+    for k in range(dst.size):
+        dst[k] = narrow(_element(x, k) - _element(y, k), dst)
+
+
+@inline
+def _mul_row(op, x, y, dst):
+    for k in range(dst.size):
+        dst[k] = narrow(_element(x, k) * _element(y, k), dst)
+
+
+@inline
+def _div_row(op, x, y, dst):
+    for k in range(dst.size):
+        dst[k] = narrow(_element(x, k) / _element(y, k), dst)
+
+
+@inline
+def _pow_row(op, x, y, dst):
+    """A vectorized pass for finite positive bases, then libm's IEEE rules for the rest."""
     n = dst.size
-    if op == _ADD:
-        for k in range(n):
-            dst[k] = narrow(_element(x, k) + _element(y, k), dst)
-    elif op == _SUB:
-        for k in range(n):
-            dst[k] = narrow(_element(x, k) - _element(y, k), dst)
-    elif op == _MUL:
-        for k in range(n):
-            dst[k] = narrow(_element(x, k) * _element(y, k), dst)
-    elif op == _DIV:
-        for k in range(n):
-            dst[k] = narrow(_element(x, k) / _element(y, k), dst)
-    else:   # pow: a vectorized pass for finite positive bases, libm's IEEE rules for the rest
-        usual = 0
+    usual = 0
+    for k in range(n):
+        u, v = _element(x, k), _element(y, k)
+        dst[k] = narrow(mathfn.pow_fast(u, v), dst)
+        usual += mathfn.pow_ordinary(u, v)
+    if usual < n:
         for k in range(n):
             u, v = _element(x, k), _element(y, k)
-            dst[k] = narrow(mathfn.pow_fast(u, v), dst)
-            usual += mathfn.pow_ordinary(u, v)
-        if usual < n:
-            for k in range(n):
-                u, v = _element(x, k), _element(y, k)
-                if not mathfn.pow_ordinary(u, v):
-                    dst[k] = narrow(u ** v, dst)
+            if not mathfn.pow_ordinary(u, v):
+                dst[k] = narrow(u ** v, dst)
 
 
 @inline
 def walk(row, op, t, tasks, a, b, out, shape, strides, starts):
     """Task ``t`` of ``tasks``: its share of out (flat, C order over ``shape``) = a op b, each row by
-    ``row(op, x, y, dst)`` (``_row`` here, the comparisons' row in ``compare.py``).
+    ``row(op, x, y, dst)`` (an op's ``_*_row`` here, the comparisons' row in ``compare.py``).
     ``strides[i]`` are operand i's element strides over the merged ``shape`` (innermost last, 0 or
     1 there), ``starts[i]`` the place of its first element."""
     rank = shape.size
@@ -117,36 +130,37 @@ def walk(row, op, t, tasks, a, b, out, shape, strides, starts):
             d -= 1
 
 
-# One kernel per op, the op a constant in it: LLVM drops the other ops' loops, which halves
-# the compile time of one generic kernel taking the op as an argument.
+# One kernel per op, each with its own row function: numba types and lowers only that op's loops
+# (four times: ``walk`` inlines its row once per operand form). A row of every op, chosen by a
+# constant, was still typed whole: add, sub, mul and div each compiled pow's loops too.
 @jit(parallel=True)
 def _add(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        walk(_row, _ADD, t, tasks, a, b, out, shape, strides, starts)
+        walk(_add_row, _ADD, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
 def _sub(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        walk(_row, _SUB, t, tasks, a, b, out, shape, strides, starts)
+        walk(_sub_row, _SUB, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
 def _mul(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        walk(_row, _MUL, t, tasks, a, b, out, shape, strides, starts)
+        walk(_mul_row, _MUL, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
 def _div(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        walk(_row, _DIV, t, tasks, a, b, out, shape, strides, starts)
+        walk(_div_row, _DIV, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
 def _pow(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        walk(_row, _POW, t, tasks, a, b, out, shape, strides, starts)
+        walk(_pow_row, _POW, t, tasks, a, b, out, shape, strides, starts)
 
 
 def _in_dtype(a, dtype):

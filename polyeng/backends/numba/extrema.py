@@ -54,17 +54,21 @@ def _smaller(u, v):
 
 
 @inline
-def _row(larger, x, y, dst):
-    if larger:
-        for k in range(dst.size):
-            dst[k] = _larger(_stored(x, k), _stored(y, k))
-    else:
-        for k in range(dst.size):
-            dst[k] = _smaller(_stored(x, k), _stored(y, k))
+def _max_row(x, y, dst):
+    """One row of maximum (a row function per op: a kernel compiles only its own loop, which
+    ``_task`` inlines four times, once per operand form)."""
+    for k in range(dst.size):
+        dst[k] = _larger(_stored(x, k), _stored(y, k))
 
 
 @inline
-def _task(larger, t, tasks, a, b, out, shape, strides, starts):
+def _min_row(x, y, dst):
+    for k in range(dst.size):
+        dst[k] = _smaller(_stored(x, k), _stored(y, k))
+
+
+@inline
+def _task(row_fn, t, tasks, a, b, out, shape, strides, starts):
     """Task ``t`` of ``tasks``: its share of ``out`` (flat, C order over the merged ``shape``).
     Each row's operand offsets are found from its index (a few divisions per row)."""
     rank = shape.size
@@ -85,26 +89,26 @@ def _task(larger, t, tasks, a, b, out, shape, strides, starts):
             rest = q
         dst = out[pos:pos + n]
         if sa == 1 and sb == 1:
-            _row(larger, a[ao:ao + n], b[bo:bo + n], dst)
+            row_fn(a[ao:ao + n], b[bo:bo + n], dst)
         elif sa == 1:
-            _row(larger, a[ao:ao + n], b[bo], dst)
+            row_fn(a[ao:ao + n], b[bo], dst)
         elif sb == 1:
-            _row(larger, a[ao], b[bo:bo + n], dst)
+            row_fn(a[ao], b[bo:bo + n], dst)
         else:
-            _row(larger, a[ao], b[bo], dst)
+            row_fn(a[ao], b[bo], dst)
         pos += n
 
 
 @jit(parallel=True)
 def _maximum(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        _task(True, t, tasks, a, b, out, shape, strides, starts)
+        _task(_max_row, t, tasks, a, b, out, shape, strides, starts)
 
 
 @jit(parallel=True)
 def _minimum(a, b, out, shape, strides, starts, tasks):
     for t in prange(tasks):
-        _task(False, t, tasks, a, b, out, shape, strides, starts)
+        _task(_min_row, t, tasks, a, b, out, shape, strides, starts)
 
 
 def maximum(p, a, b):
