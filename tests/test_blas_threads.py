@@ -303,3 +303,19 @@ def test_an_interrupted_enter_of_a_timed_trial_raises_the_interrupt_and_holds_no
         with _blas_threads.blas_threads(1 << 20, key=("matmul", (1024, 1024))):
             pass
     assert not _blas_threads._active
+
+
+def test_an_interrupt_as_a_timed_product_starts_holds_nothing(fake, monkeypatch):
+    """A Ctrl-C raised at the clock's reading of a timed product's enter (Python checks for signals
+    after a builtin's call): the hold must not have been counted yet, since a with statement does
+    not call __exit__ when __enter__ raises. It once was, and OpenBLAS stayed on one thread."""
+    monkeypatch.setattr(_blas_threads, "threads_now", lambda: 4)
+    monkeypatch.setattr(_blas_threads.trials, "choose", lambda key, budget: (1, True))
+
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(_blas_threads, "perf_counter", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with _blas_threads.blas_threads(1 << 24, key="product"):
+            pass
+    assert _blas_threads._active == {} and fake.threads == 4

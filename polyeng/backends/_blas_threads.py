@@ -112,8 +112,11 @@ class _Tried(_Hold):
         self.key, self.budget, self.began = key, budget, 0.0
 
     def __enter__(self):
-        _Hold.__enter__(self)
+        # the clock first: a signal's exception raised out of __enter__ after the hold was counted
+        # (Python checks for signals after a builtin's call) would skip __exit__ and keep the hold
+        # for ever, OpenBLAS then on one thread for the rest of the process
         self.began = perf_counter()
+        _Hold.__enter__(self)   # last: its return into a with statement checks for no signal
 
     @entered_without_signal_check
     def __exit__(self, *exc):
