@@ -1,10 +1,12 @@
-"""NUMBA's on-disk cache under processes that start at once: the compile-or-load step is
-serialized by a file lock, so exactly one process compiles and the others load its code."""
+"""NUMBA's on-disk cache under processes that start at once: each function's compile-or-load step
+is serialized by a file lock of its own, so exactly one process compiles a function and the others
+load its code, while processes compiling different functions do not wait for each other."""
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,12 +35,15 @@ KERNEL = textwrap.dedent('''
 ''')
 
 
+def _env(tmp_path: Path) -> dict:
+    path = os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])
+    return dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=path)
+
+
 def _start_together(tmp_path: Path, count: int):
     script = tmp_path / "kernel_mod.py"
     script.write_text(KERNEL)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
-    import time
+    env = _env(tmp_path)
     start_at = str(time.time() + 4.0)   # every process has imported numba by then
     procs = [subprocess.Popen([sys.executable, str(script), start_at], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(count)]
@@ -85,8 +90,119 @@ def test_a_kernel_calling_another_kernel_compiles(tmp_path):
 
         print(outer(2.0))
     '''))
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, str(script)], env=_env(tmp_path), capture_output=True, text=True,
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "7.0"
+
+
+TWO_KERNELS = textwrap.dedent('''
+    import os, sys, time
+    from numba.extending import intrinsic
+    from polyeng.backends.numba._runtime import jit
+
+    HERE = os.path.dirname(os.path.abspath(__file__))
+
+    @intrinsic
+    def held_until_released(typingctx, x):
+        # typed while `slow` compiles, under its lock: says so, then waits for the test
+        open(os.path.join(HERE, "holding"), "w").close()
+        deadline = time.time() + 90
+        while not os.path.exists(os.path.join(HERE, "release")) and time.time() < deadline:
+            time.sleep(0.02)
+
+        def codegen(context, builder, sig, args):
+            return args[0]
+        return x(x), codegen
+
+    @jit
+    def slow(x):
+        return held_until_released(x) + 1.0
+
+    @jit
+    def fast(x):
+        return x * 2.0
+
+    print(slow(1.0) if sys.argv[1] == "slow" else fast(1.0))
+''')
+
+
+def test_processes_compiling_different_functions_do_not_wait_for_each_other(tmp_path):
+    """One process is held inside the compile of ``slow``; another compiles ``fast``, from the same
+    file and cache folder, meanwhile (with one lock for the folder it waited for ``slow``)."""
+    script = tmp_path / "two_kernels.py"
+    script.write_text(TWO_KERNELS)
+    env = _env(tmp_path)
+    slow = subprocess.Popen([sys.executable, str(script), "slow"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while not (tmp_path / "holding").exists():
+            assert slow.poll() is None, slow.communicate()
+            assert time.time() < deadline, "the slow compile never started"
+            time.sleep(0.02)
+        fast = subprocess.run([sys.executable, str(script), "fast"], env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert fast.returncode == 0, fast.stderr
+        assert fast.stdout.strip() == "2.0"
+        assert slow.poll() is None   # still inside its compile: `fast` did not wait for it
+    finally:
+        (tmp_path / "release").touch()
+        out, err = slow.communicate(timeout=120)
+    assert slow.returncode == 0, err
+    assert out.strip() == "2.0"
+
+
+THREADS = textwrap.dedent('''
+    import threading, time
+    from numba.extending import intrinsic
+    from polyeng.backends.numba._runtime import jit
+
+    started = threading.Event()
+
+    @intrinsic
+    def let_the_other_thread_start(typingctx, x):
+        # typed while `outer` compiles, before it compiles `inner`
+        started.set()
+        time.sleep(1.0)
+
+        def codegen(context, builder, sig, args):
+            return args[0]
+        return x(x), codegen
+
+    @jit
+    def inner(x):
+        return x * 3.0
+
+    @jit
+    def outer(x):
+        return inner(let_the_other_thread_start(x)) + 1.0
+
+    results = {}
+
+    def first():
+        results["outer"] = outer(2.0)
+
+    def second():
+        started.wait(60)
+        results["inner"] = inner(2.0)
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    print(sorted(results.items()))
+''')
+
+
+def test_two_threads_compiling_a_kernel_and_its_callee_at_once_finish(tmp_path):
+    """A second thread starts compiling ``inner`` while the first, inside ``outer``'s compile, is
+    about to: had it taken ``inner``'s file lock before numba's compiler lock, each thread would wait
+    on the other's lock for good."""
+    script = tmp_path / "threads_mod.py"
+    script.write_text(THREADS)
+    done = subprocess.run([sys.executable, str(script)], env=_env(tmp_path), capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[('inner', 6.0), ('outer', 7.0)]"
