@@ -206,3 +206,22 @@ def test_two_threads_compiling_a_kernel_and_its_callee_at_once_finish(tmp_path):
                           timeout=180)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[('inner', 6.0), ('outer', 7.0)]"
+
+
+def test_a_lock_file_that_cannot_be_opened_leaves_the_compile_to_numba(tmp_path):
+    script = tmp_path / "blocked_mod.py"
+    script.write_text(textwrap.dedent('''
+        import os
+        from polyeng.backends.numba._runtime import _lock_path, jit
+
+        @jit
+        def f(x):
+            return x + 1.0
+
+        os.makedirs(_lock_path(f))   # a folder where the lock file would be: open() fails
+        print(f(2.0), f.stats.cache_misses)
+    '''))
+    done = subprocess.run([sys.executable, str(script)], env=_env(tmp_path), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith("3.0 ")

@@ -105,7 +105,10 @@ def cache_lock(dispatcher):
     if path is None or path in held:
         yield
         return
-    with global_compiler_lock, open(path, "a+") as handle:
+    with global_compiler_lock, _opened(path) as handle:
+        if handle is None:   # a lock file that cannot be opened: numba alone decides, as without flock
+            yield
+            return
         fcntl.flock(handle, fcntl.LOCK_EX)
         held.add(path)
         try:
@@ -113,6 +116,19 @@ def cache_lock(dispatcher):
         finally:
             held.discard(path)
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _opened(path):
+    try:
+        handle = open(path, "a+")
+    except OSError:   # another user's file in a shared cache folder, a folder made read-only since
+        handle = None
+    if handle is None:
+        yield None
+        return
+    with handle:
+        yield handle
 
 
 def _lock_path(dispatcher):
