@@ -307,3 +307,26 @@ def test_the_example_and_warmup_calls_compile_the_loop_by_tasks_and_by_lanes(mon
         for args, kwargs in calls:
             getattr(polyeng, op)(*args, **kwargs)
     assert set(ran) == {_recurrence_loop._parallel, _recurrence_loop._by_lanes}
+
+
+@pytest.mark.parametrize("op", ["lstm", "gru"])
+def test_lanes_and_tasks_without_inputs(forced, op):
+    """input_size 0: no input products, only the states' (an ONNX LSTM or GRU may take no input
+    features)."""
+    ran, state = forced
+    rng = np.random.default_rng(6)
+    params = _params(rng, 0, 14, 1, 1, np.float32, gates=4 if op == "lstm" else 3)
+    x = np.zeros((9, 5, 0), np.float32)
+    h0 = rng.standard_normal((1, 5, 14)).astype(np.float32)
+    kwargs = {"h0": h0, "c0": rng.standard_normal((1, 5, 14)).astype(np.float32)} if op == "lstm" else {"h0": h0}
+    run = getattr(polyeng, op)
+    with polyeng.compute_eng("basic", fallback=False):
+        expected = run(x, params, **kwargs)
+    results = {}
+    for lanes in (0, 2):
+        state["lanes"] = lanes
+        with polyeng.compute_eng("numba", fallback=False):
+            results[lanes] = run(x, params, **kwargs)
+    assert ran == [_recurrence_loop._parallel, _recurrence_loop._by_lanes]
+    assert_close_tree(expected, results[0], **TOL[np.dtype(np.float32)])
+    assert_close_tree(results[0], results[2], rtol=0, atol=0)
