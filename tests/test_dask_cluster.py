@@ -15,7 +15,7 @@ distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
 import polyeng  # noqa: E402
-from dask_cases import CASES, flat  # noqa: E402
+from dask_cases import BLAS_ROWS_EXACT, CASES, flat  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +156,11 @@ def test_a_worker_killed_mid_computation_loses_nothing(client, encoder):
     client.run(die_soon, workers=[workers[0]])
     got = future.result(timeout=180)
     assert workers[0] not in client.scheduler_info()["workers"]   # it did die
-    np.testing.assert_array_equal(got, want)
     assert got.shape == (320, 32, 128)
+    if BLAS_ROWS_EXACT:   # every block's products are the whole call's rows (see dask_cases)
+        np.testing.assert_array_equal(got, want)
+    else:   # a lost or doubled block would be far off; f32 rounding of another summation order is not
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     client.wait_for_workers(2, timeout=120)   # the nanny restarted it, for the tests after this one
 
 
