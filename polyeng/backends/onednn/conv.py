@@ -210,6 +210,13 @@ class _Plan:
         return out
 
 
+def blocks_of_16() -> bool:
+    """Whether oneDNN has fast convolutions on channels blocked by 16 here: on CPUs with AVX-512.
+    On AVX2 CPUs its fast kernels (``brgconv:avx2``, ``jit:avx2``) take channels last or blocks of 8,
+    and a layout of 16 gets ``ref`` code."""
+    return "avx512f" in _fpmath.cpu_flags()
+
+
 def amx_first(operands) -> bool:
     """Whether a bf16 convolution lets oneDNN choose its layouts first: its AMX kernels (CPUs with
     AMX-BF16) take channels-last data, not the blocked layout. Measured at b8 on such a CPU, two

@@ -313,8 +313,10 @@ class Program:
         prim = None
         source = x   # the value the convolution reads: x, or x reordered into a layout it has fast code for
         kinds = (("as made", "any"), ("as made", "blocked"), ("blocked", "any"), ("plain", "any"))
-        if conv.amx_first(storage_of(self.compute, s.dtype)):
-            kinds = (("any", "any"),) + kinds   # AMX's kernels take their own layout (conv.amx_first)
+        if conv.amx_first(storage_of(self.compute, s.dtype)) or not conv.blocks_of_16():
+            # AMX's kernels take their own layout (conv.amx_first); without AVX-512, oneDNN's fast
+            # kernels take channels last or blocks of 8 channels, which it chooses
+            kinds = (("any", "any"),) + kinds
         for src_kind, dst_kind in kinds:
             src = self.md[x]
             if src_kind == "any":
