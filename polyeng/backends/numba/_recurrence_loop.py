@@ -47,11 +47,15 @@ calls, two threads): 64 steps of 64 inputs and 128 hidden units at batch 8 0.81-
 units at batch 32 12.3 ms against 23.1 ms (lanes of 16 rows).
 
 The parts, tasks and lanes depend on the cores, not on the thread count, and each part's arithmetic
-is the same on any thread: results do not depend on how many threads ran, nor on tasks against
-lanes. ``_worker`` is compiled without reassociation and contraction (``jit(exact=True)``, as
-``_lane`` is): with them, LLVM rounded it differently inlined into the parallel kernel
-than called from its serial compile (numba's workqueue layer at one thread), by 1 ulp; without
-them the loop ran as fast.
+is the same on any thread: results do not depend on how many threads ran. Lanes of a whole
+direction make the tasks' very products, so they give the tasks' bits. A lane of a share of the
+rows makes them in calls of its rows, and OpenBLAS may sum a row's products in another order in a
+call of other rows: its Haswell kernels (run on Zen too) do, by the row's place in the call and the
+call's row count, and results then differ from the tasks' in their last bits (8 ulps of 1 at most
+in 100 seeds of the tests' cases). ``_worker`` is compiled without reassociation and contraction
+(``jit(exact=True)``, as ``_lane`` is): with them, LLVM rounded it differently inlined into the
+parallel kernel than called from its serial compile (numba's workqueue layer at one thread), by 1
+ulp; without them the loop ran as fast.
 """
 from __future__ import annotations
 
