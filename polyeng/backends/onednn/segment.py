@@ -22,6 +22,12 @@ and concat the largest), and every one must stay below ``LIMIT``, an average's w
 (bound x taps) too. Max pooling windows with no tap inside the input (polyeng's -inf, oneDNN's
 lowest number) are not held. Otherwise ``run`` returns None and the nodes run one by one.
 
+-0.0: on a CPU without AVX-512 oneDNN's reorders of 16-bit values (``simple:any``) and its
+reference concat compute v * 1 + 0, which is +0.0 for -0.0. A program copies 16-bit values as
+bytes (``segment_plain.copy``), holds another 16-bit reorder only where a probe run keeps -0.0
+(``keeps_negative_zero``), and scans the source of a cast whose reorder does not for -0.0 after
+the run (``_cast``).
+
 ``run`` returns None too while another thread runs the same program (its buffers are one set).
 """
 from __future__ import annotations
@@ -204,13 +210,30 @@ class Program:
             if name not in self.md:
                 raise Unsupported(f"output {name} is not made here")
         # per output, the reorder from its layout to a new plain array
-        self.finals = [(name, reorder(self.md[name], desc(self.shape[name], self.dtype[name])))
-                       for name in self.outputs]
+        made_at = {s.out: i for i, s in enumerate(steps)}
+        self.finals = [(name, self._final(name, made_at.get(name))) for name in self.outputs]
         # the internal buffers in one block, placed by when a run uses each (``_arena.py``)
         self.arena = None
         self.shared_bytes = _arena.share(self)
 
     # --- building ------------------------------------------------------------------------------
+    def _final(self, name, index):
+        """The reorder of output ``name`` into a new plain array: a copy of bytes where a 16-bit
+        value lies plain already (``segment_plain.copy``); else one that keeps -0.0 (``index``:
+        the step making it, where the program ends otherwise)."""
+        shape, dtype = self.shape[name], self.dtype[name]
+        md, flat = self.md[name], desc(shape, dtype)
+        if dtype.itemsize != 2:
+            return reorder(md, flat)
+        if md == flat:
+            return segment_plain.copy(shape, dtype)
+        step = reorder(md, flat)
+        if not keeps_negative_zero(step, (C.ARG_FROM,), C.ARG_TO, dtype, dtype, math.prod(shape)):
+            error = Unsupported(f"oneDNN's {dtype} reorder into a plain output ({step.impl}) turns -0.0 into +0.0")
+            error.index = index
+            raise error
+        return step
+
     def _value(self, name):
         if name not in self.md:
             raise Unsupported(f"value {name} is read before it is made")
@@ -354,6 +377,8 @@ class Program:
         if src_kind != "as made":   # x reordered first, into a buffer of its own
             source = ("reordered", x, src_kind)
             step = reorder(self.md[x], src)
+            if not keeps_negative_zero(step, (C.ARG_FROM,), C.ARG_TO, s.dtype, s.dtype, math.prod(self.shape[x])):
+                raise Unsupported(f"oneDNN's {s.dtype} reorder of the input ({step.impl}) turns -0.0 into +0.0")
             self.buffer[source] = aligned_empty(max(src.size, 64))
             self.md[source] = src
             self.calls.append((step, {C.ARG_FROM: self._arg(x), C.ARG_TO: self._arg(source)},
@@ -416,9 +441,13 @@ class Program:
             if prim.impl.startswith("ref"):
                 raise Unsupported(f"oneDNN has no fast {s.op} for these layouts")
             second = ("plain", b)
+            step = reorder(m1, plain)
+            if not keeps_negative_zero(step, (C.ARG_FROM,), C.ARG_TO, self.dtype[b], self.dtype[b],
+                                       math.prod(self.shape[b])):
+                raise Unsupported(f"oneDNN's {self.dtype[b]} reorder of an operand ({step.impl}) turns -0.0 into +0.0")
             self.buffer[second] = aligned_empty(max(plain.size, 64))
             self.md[second] = plain
-            self.calls.append((reorder(m1, plain), {C.ARG_FROM: self._arg(b), C.ARG_TO: self._arg(second)},
+            self.calls.append((step, {C.ARG_FROM: self._arg(b), C.ARG_TO: self._arg(second)},
                                math.prod(self.shape[b])))
         self._made(s.out, prim)
         self.calls.append((prim, {C.ARG_SRC: self._arg(a), C.ARG_SRC_1: self._arg(second), C.ARG_DST: self._arg(s.out)},
@@ -466,6 +495,10 @@ class Program:
                 prim = candidate   # the reference code when nothing else (channels not blocks of 16)
             if not prim.impl.startswith("ref"):
                 break
+        if s.dtype.itemsize == 2 and not keeps_negative_zero(prim, [C.ARG_MULTIPLE_SRC + i for i in range(len(mds))],
+                                                             C.ARG_DST, s.dtype, s.dtype, math.prod(s.shape)):
+            segment_plain.concat(self, s)   # 16-bit values that oneDNN's concat would change: plain, as bytes
+            return
         self._made(s.out, prim)
         args = {C.ARG_MULTIPLE_SRC + i: self._arg(p) for i, p in enumerate(parts)}
         args[C.ARG_DST] = self._arg(s.out)
@@ -479,7 +512,9 @@ class Program:
         them: it is held for values of at most ``CHECKED_CAST`` elements, whose f32 source is
         scanned after the run (``run`` returns None where it holds a subnormal, and the nodes
         run). The scan costs about 0.2 ns an element (a value of 262144 f32 in 56 us), less than
-        a node's cast."""
+        a node's cast. On a CPU without AVX-512 oneDNN's reorder (``simple:any``) turns -0.0 into
+        +0.0 both ways (``keeps_negative_zero``, asked when the program is built): there the
+        source is scanned for -0.0 too, and a run that holds one is the nodes'."""
         x = value = s.reads["x"]
         shape = self.shape[x]
         if (self.dtype[x], s.dtype) not in ((F32, TYPES[1]), (TYPES[1], F32)):
@@ -489,16 +524,22 @@ class Program:
         else:   # any other layout is made plain first
             x = segment_plain.plain(self, x)
             src, dst = self.md[x], desc(shape, s.dtype)
-        if s.dtype != F32:
-            if math.prod(shape) > CHECKED_CAST:
-                raise Unsupported("a cast to bf16 of a value too large to scan for subnormals")
+        if s.dtype != F32 and math.prod(shape) > CHECKED_CAST:
+            raise Unsupported("a cast to bf16 of a value too large to scan for subnormals")
+        prim = reorder(src, dst)
+        zeros = not keeps_negative_zero(prim, (C.ARG_FROM,), C.ARG_TO, self.dtype[x], s.dtype, math.prod(shape))
+        if s.dtype != F32 or zeros:
             kind, where = self._arg(x)
             # a buffer's items (a blocked layout's padding too), or an input's first ones: x may be
             # a view of it (a part at offset 0; a part elsewhere is turned down by _arg)
-            items = src.size // F32.itemsize if kind == "buf" else math.prod(shape)
-            self.subnormal_checks.append((kind, where[:src.size] if kind == "buf" else where, items))
-            self.scan_items = max(self.scan_items, items)
-        prim = reorder(src, dst)
+            item = self.dtype[x].itemsize
+            items = src.size // item if kind == "buf" else math.prod(shape)
+            where = where[:src.size] if kind == "buf" else where
+            if s.dtype != F32:
+                self.subnormal_checks.append((kind, where, items, zeros))
+                self.scan_items = max(self.scan_items, items)
+            else:   # a bf16 source: -0.0 only
+                self.small_checks.append((kind, where, items, 0, zeros))
         self.md[s.out] = dst
         self.buffer[s.out] = aligned_empty(max(dst.size, 64))
         self.calls.append((prim, {C.ARG_FROM: self._arg(x), C.ARG_TO: self._arg(s.out)}, math.prod(shape) * 4))
@@ -680,14 +721,19 @@ class Program:
         return self._no_subnormals(arrays) and self._no_small_sources(arrays) and self._no_constant_rows(arrays)
 
     def _no_small_sources(self, arrays) -> bool:
-        """False where a bf16 div's or mul's source may make a subnormal result (``small_checks``)."""
+        """False where a bf16 div's or mul's source may make a subnormal result, or the source of
+        a cast to f32 that would lose the sign of a -0.0 holds one (``small_checks``)."""
         if not self.small_checks:
             return True
         if self._scan16 is None:
-            self._scan16 = np.empty(max(items for _, _, items, _ in self.small_checks), np.uint16)
-        for kind, value, items, bits in self.small_checks:
+            self._scan16 = np.empty(max(check[2] for check in self.small_checks), np.uint16)
+        for kind, value, items, bits, *zeros in self.small_checks:
             source = value.view(np.uint16)[:items] if kind == "buf" else arrays[value].reshape(-1)[:items].view(np.uint16)
-            if source.size and _holds_small(source, self._scan16, bits):   # 0 < |source| < the bound
+            if not source.size:
+                continue
+            if bits and _holds_small(source, self._scan16, bits):   # 0 < |source| < the bound
+                return False
+            if zeros and zeros[0] and _holds_negative_zero(source):
                 return False
         return True
 
@@ -712,12 +758,14 @@ class Program:
             return True
         if self._scan is None:
             self._scan = np.empty(max(self.scan_items, 1), np.uint32)
-        for kind, value, items in self.subnormal_checks:
+        for kind, value, items, *zeros in self.subnormal_checks:
             source = value.view(F32) if kind == "buf" else arrays[value].reshape(-1)[:items]
             if not source.size:
                 continue
             bits = np.ascontiguousarray(source, F32).reshape(-1).view(np.uint32)
             if _holds_small(bits, self._scan, SMALLEST_NORMAL):   # oneDNN's cast flushed it: the nodes round it
+                return False
+            if zeros and zeros[0] and _holds_negative_zero(bits):   # oneDNN's cast made it +0.0
                 return False
         return True
 
@@ -731,6 +779,12 @@ def _holds_small(bits, scratch, below: int) -> bool:
     np.bitwise_and(bits, bits.dtype.type(np.iinfo(bits.dtype).max >> 1), out=scan)   # the sign off
     np.subtract(scan, bits.dtype.type(1), out=scan)
     return int(scan.min()) < below - 1
+
+
+def _holds_negative_zero(bits) -> bool:
+    """Whether the float bit patterns ``bits`` (f32 as uint32, bf16 as uint16) hold -0.0."""
+    kind, pattern = NEGATIVE_ZERO[bits.dtype.itemsize]
+    return bool(np.any(bits == kind(pattern)))
 
 
 def _mask_range(a, compiled=False):
@@ -775,6 +829,34 @@ def _names(reads):
             yield from value
         elif value is not None:
             yield value
+
+
+NEGATIVE_ZERO = {2: (np.uint16, 0x8000), 4: (np.uint32, 0x80000000)}   # the bits of -0.0: bf16, f32
+
+
+def keeps_negative_zero(prim, sources, target, source, dtype, items: int) -> bool:
+    """Whether ``prim``, a reorder or a concat of ``source`` values (at arguments ``sources``) into
+    ``dtype`` ones (at ``target``), writes -0.0 where it reads -0.0: one run on sources of -0.0
+    only, in which each of the ``items`` elements it writes must be -0.0. oneDNN's reorders of 16-bit
+    values on a CPU without AVX-512 (``simple:any``, and the reference concat made of them) compute
+    v * 1 + 0, which is +0.0 for -0.0; f32 -> f32 copies keep the bits (not probed)."""
+    source, dtype = np.dtype(source), np.dtype(dtype)
+    if source == dtype == F32:
+        return True
+    args = {}
+    for arg in sources:
+        size = prim.arg_md(arg).size
+        buffer = aligned_empty(max(size, 64))
+        kind, bits = NEGATIVE_ZERO[source.itemsize]
+        buffer[:size - size % source.itemsize].view(kind)[...] = bits
+        args[arg] = buffer
+    size = prim.arg_md(target).size
+    out = aligned_empty(max(size, 64))
+    out[...] = 0
+    args[target] = out
+    prim.run(args, 1)
+    kind, bits = NEGATIVE_ZERO[dtype.itemsize]
+    return int(np.count_nonzero(out[:size - size % dtype.itemsize].view(kind) == bits)) == items
 
 
 def _blocked(shape, dtype=F32) -> Desc:

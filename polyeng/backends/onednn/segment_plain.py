@@ -73,14 +73,38 @@ def plain(p, name):
     flat = desc(p.shape[name], p.dtype[name])
     if md == flat:
         return name
-    copy = ("plain", name)
-    if copy not in p.md:
-        p.md[copy] = flat
-        p.buffer[copy] = aligned_empty(max(flat.size, 64))
-        p.shape[copy], p.dtype[copy] = p.shape[name], p.dtype[name]
-        p.calls.append((reorder(md, flat), {C.ARG_FROM: p._arg(name), C.ARG_TO: p._arg(copy)},
-                        math.prod(p.shape[name])))
-    return copy
+    made = ("plain", name)
+    if made not in p.md:
+        from .segment import keeps_negative_zero
+        step = reorder(md, flat)
+        if not keeps_negative_zero(step, (C.ARG_FROM,), C.ARG_TO, p.dtype[name], p.dtype[name],
+                                   math.prod(p.shape[name])):
+            raise unsupported(f"oneDNN's {p.dtype[name]} reorder into a plain layout ({step.impl}) turns -0.0 "
+                              f"into +0.0")
+        p.md[made] = flat
+        p.buffer[made] = aligned_empty(max(flat.size, 64))
+        p.shape[made], p.dtype[made] = p.shape[name], p.dtype[name]
+        p.calls.append((step, {C.ARG_FROM: p._arg(name), C.ARG_TO: p._arg(made)}, math.prod(p.shape[name])))
+    return made
+
+
+def as_bytes(shape, dtype, strides=None):
+    """A descriptor of a value of ``shape`` and ``dtype`` read through ``strides`` (in elements;
+    row-major where None): 16-bit values as pairs of bytes (a last dim of 2), which oneDNN copies
+    bit for bit, where its 16-bit reorder on a CPU without AVX-512 (``simple:any``) and its
+    reference concat turn -0.0 into +0.0 (the eager permute and concat kernels hand them over so
+    too); other values as they are."""
+    item = np.dtype(dtype).itemsize
+    if item != 2:
+        return desc(shape, dtype, strides)
+    strides = c_strides(shape) if strides is None else strides
+    return desc(tuple(shape) + (item,), np.uint8, tuple(int(s) * item for s in strides) + (1,))
+
+
+def copy(shape, dtype, strides=None):
+    """The reorder copying a value of ``shape`` read through ``strides`` into a plain one, 16-bit
+    values as bytes (``as_bytes``)."""
+    return reorder(as_bytes(shape, dtype, strides), as_bytes(shape, dtype))
 
 
 def _made(p, s, name=None):
@@ -135,8 +159,8 @@ def build(p, s, after, constants):
             p.alias[part], p.md[part], p.dtype[part] = source, desc(s.shape, s.dtype, strides), s.dtype
             if offset:
                 p.offset[part] = offset
-            dst = _made(p, s)
-            p.calls.append((reorder(p.md[part], dst), {C.ARG_FROM: p._arg(part), C.ARG_TO: p._arg(s.out)},
+            _made(p, s)
+            p.calls.append((copy(s.shape, s.dtype, strides), {C.ARG_FROM: p._arg(part), C.ARG_TO: p._arg(s.out)},
                             math.prod(s.shape)))
         p.bound_steps.append(("same", s.out, (x,), None))
     elif op == "permute_contiguous":
@@ -153,9 +177,9 @@ def build(p, s, after, constants):
             p.lazy.add(s.out)
             p.bound_steps.append(("same", s.out, (x,), None))
             return
-        dst = _made(p, s)
-        p.calls.append((reorder(view, dst), {C.ARG_FROM: p._arg(source), C.ARG_TO: p._arg(s.out)},
-                        math.prod(s.shape)))
+        _made(p, s)
+        p.calls.append((copy(s.shape, s.dtype, [strides[d] for d in dims]),
+                        {C.ARG_FROM: p._arg(source), C.ARG_TO: p._arg(s.out)}, math.prod(s.shape)))
         p.bound_steps.append(("same", s.out, (x,), None))
     elif op in ("linear", "matmul"):
         _product(p, s, after, constants)
@@ -626,9 +650,9 @@ def concat(p, s):
         raise unsupported("a concat without its parts")
     axis = int(s.attrs.get("axis", 0)) % len(s.shape)
     sources = [plain(p, name) for name in parts]
-    mds = [desc(p.shape[name], p.dtype[name]) for name in parts]
+    mds = [as_bytes(p.shape[name], p.dtype[name]) for name in parts]   # 16-bit values as bytes
     handles = (ctypes.c_void_p * len(mds))(*[m.handle for m in mds])
-    dst = desc(s.shape, s.dtype)
+    dst = as_bytes(s.shape, s.dtype)
     prim = Primitive("dnnl_concat_primitive_desc_create", dst.handle, len(mds), axis, handles, None,
                      keep=(mds, dst))
     _made(p, s)
