@@ -3,6 +3,7 @@ kernels of its own to run the engine test suite on."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 
 import numpy as np
@@ -279,3 +280,71 @@ def numba_threads(count: int):
         yield
     finally:
         numba.set_num_threads(before)
+
+
+@functools.lru_cache(maxsize=1)
+def onednn_computes_bf16() -> bool:
+    """Whether oneDNN has bf16 kernels on this CPU, asked of oneDNN itself: it builds a bf16 relu.
+    oneDNN 3.2 has none on a CPU without AVX-512 (AMD's Zen 3, say), where every bf16 primitive but
+    the reorders is unimplemented and ONEDNN turns such calls down (``onednn_turns_down``)."""
+    from polyeng.backends.onednn import _constants as C
+    from polyeng.backends.onednn._lib import OneDNNError
+    from polyeng.backends.onednn._primitive import Primitive, desc
+    md = desc((64,), dt.bfloat16)
+    try:
+        Primitive("dnnl_eltwise_forward_primitive_desc_create", C.FORWARD_INFERENCE, C.ELTWISE_RELU, md.handle,
+                  md.handle, 0.0, 0.0, None, keep=(md,))
+    except OneDNNError as exc:
+        if exc.status != C.UNIMPLEMENTED:
+            raise
+        return False
+    return True
+
+
+def bf16_fp_math_computes_bf16() -> bool:
+    """Whether ONEDNN computes ALLOW ops' f32 work in bf16 under the bf16 fp math mode: the
+    library's own condition, a CPU with AVX512-BF16 or AMX-BF16 (``_fpmath.native_types``);
+    elsewhere the mode computes them in f32."""
+    from polyeng.backends.onednn import _fpmath
+    return "bf16" in _fpmath.native_types()
+
+
+def onednn_turns_down(op, *args, **kwargs):
+    """A call oneDNN has no implementation for on this CPU: ONEDNN turns it down with oneDNN's
+    reason, and another engine runs it. Returns (that result, BASIC's result) for the caller to
+    compare."""
+    with polyeng.compute_eng("onednn"):
+        decision = polyeng.explain(op, *args, **kwargs)
+        got = getattr(polyeng, op)(*args, **kwargs)
+    assert decision.engine != "onednn", decision
+    reason = next(c.reason for c in decision.candidates if c.engine == "onednn")
+    assert "unimplemented" in reason, reason
+    return got, run_on("basic", op, *args, **kwargs)
+
+
+# graph ops that compute nothing: casts, copies and views (a program holds them in any dtype)
+MOVES = frozenset({"cast", "reshape", "permute_contiguous", "split", "np.getitem", "np.transpose", "onnx.reshape",
+                   "onnx.squeeze", "onnx.unsqueeze", "onnx.flatten", "onnx.slice", "onnx.getitem"})
+
+
+def computes_bf16(step) -> bool:
+    """Whether a graph step (``graph._compiled().steps``) computes bf16 values: a product, an
+    activation, arithmetic; not a cast, a copy or a view."""
+    types = step.node.types
+    return step.node.op not in MOVES and bool(types) and np.dtype(types[0][0]) == dt.bfloat16
+
+
+def assert_programs_between_bf16_work(program):
+    """A bf16 mixed precision graph on a CPU where oneDNN computes no bf16 (``onednn_computes_bf16``):
+    the nodes computing bf16 values run as nodes (ONEDNN turns them down), none in a program, and
+    from the first program on every cast and every node computing f32 values (host nodes aside)
+    is in one."""
+    steps, spans = program.steps, program.segment_spans
+    held = {i for first, stop in spans for i in range(first, stop)}
+    assert held, "no program"
+    inside = [(i, steps[i].node.op) for i in sorted(held) if computes_bf16(steps[i])]
+    assert not inside, inside
+    outside = [(i, s.node.op) for i, s in enumerate(steps) if i >= spans[0][0] and i not in held
+               and (s.node.op == "cast" or (s.node.op not in MOVES and not s.node.op.startswith(("onnx.", "np."))
+                                            and s.node.types and np.dtype(s.node.types[0][0]) == np.float32))]
+    assert not outside, (outside, spans)

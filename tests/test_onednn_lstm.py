@@ -1,11 +1,12 @@
 """lstm and gru on ONEDNN beyond the shared suite: ordinary f32 calls run on oneDNN (not turned
-down), both GRU forms, the bf16 fp math mode, read-only weights reordered once, and an input of
-no features."""
+down), both GRU forms, the bf16 fp math mode (bf16 on a CPU with bf16 units, f32 elsewhere),
+read-only weights reordered once, and an input of no features."""
 import numpy as np
 import pytest
 
 import polyeng
 from polyeng.backends.onednn import _recurrent
+from support import bf16_fp_math_computes_bf16
 
 pytestmark = pytest.mark.skipif("onednn" not in {e.name for e in polyeng.engines() if e.available},
                                 reason="onednn is not available")
@@ -59,9 +60,16 @@ def test_bf16_fp_math_mode(kind, extra):
     with polyeng.fp_math_mode("bf16"), polyeng.compute_eng("onednn", fallback=False):
         decision = polyeng.explain(kind, x, params, **extra)
         actual = getattr(polyeng, kind)(x, params, **extra)
-    if decision.compute_type != "bf16":
-        pytest.skip("this CPU computes no bf16")
     assert decision.engine == "onednn"
+    if not bf16_fp_math_computes_bf16():   # no bf16 units: the mode computes f32, strict's bits
+        assert decision.compute_type == "f32"
+        strict = on("onednn", kind, x, params, **extra)
+        for e, s, a in zip(_flat(expected), _flat(strict), _flat(actual)):
+            assert a.dtype == np.float32
+            np.testing.assert_array_equal(a, s)
+            np.testing.assert_allclose(a, e, rtol=2e-5, atol=2e-6)
+        return
+    assert decision.compute_type == "bf16"
     for e, a in zip(_flat(expected), _flat(actual)):
         assert a.dtype == np.float32
         np.testing.assert_allclose(a, e, rtol=0, atol=0.05)

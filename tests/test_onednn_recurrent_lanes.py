@@ -2,7 +2,7 @@
 they run where the budget allows two threads and a call is large enough, match the whole
 primitive and the BASIC reference in every layout (uneven parts, layers, both directions,
 given initial states), and a call runs whole where a lane's worker is busy, under one thread,
-under a bf16 fp math mode or when a trial found the whole primitive faster."""
+under a bf16 fp math mode that computes bf16 or when a trial found the whole primitive faster."""
 import threading
 
 import numpy as np
@@ -11,6 +11,7 @@ import pytest
 import polyeng
 from polyeng.engine import thread_trials
 from polyeng.engine.threads import available_cores
+from support import bf16_fp_math_computes_bf16
 
 pytestmark = [
     pytest.mark.skipif("onednn" not in {e.name for e in polyeng.engines() if e.available},
@@ -115,6 +116,9 @@ def test_a_busy_worker_leaves_the_call_whole(lanes):
 
 
 def test_one_thread_a_small_call_and_the_bf16_mode_run_whole(lanes):
+    """A bf16 fp math mode runs whole where it computes bf16; on a CPU without bf16 units it
+    computes f32, as strict does, and runs in lanes like an f32 call."""
+    bf16 = bf16_fp_math_computes_bf16()
     params = make("lstm", 32, 64)
     x = RNG.standard_normal((32, 6, 32)).astype(np.float32)
     with polyeng.compute_eng("onednn", fallback=False):
@@ -122,9 +126,15 @@ def test_one_thread_a_small_call_and_the_bf16_mode_run_whole(lanes):
             polyeng.lstm(x, params)
         with polyeng.num_threads(2):
             polyeng.lstm(x[:2, :2], params)   # under a million multiply-adds: one thread
+            assert lanes == []
             with polyeng.fp_math_mode("bf16"):
-                polyeng.lstm(x, params)
-    assert lanes == []
+                assert polyeng.explain("lstm", x, params).compute_type == ("bf16" if bf16 else "f32")
+                got = polyeng.lstm(x, params)
+            want = polyeng.lstm(x, params)
+    assert lanes == ([] if bf16 else [True, True])
+    if not bf16:   # f32 in lanes both times: the same bits
+        for g, w in zip((got[0],) + tuple(got[1]), (want[0],) + tuple(want[1])):
+            np.testing.assert_array_equal(g, w)
 
 
 def test_the_trials_keep_the_whole_primitive_where_it_ran_faster(monkeypatch):

@@ -14,7 +14,8 @@ budget, timed alternately (``engine/thread_trials.py``), and again from time to 
 
 Each lane's sequences are computed by a primitive made for the lane's batch: the results are
 the whole primitive's up to the order of its sums (oneDNN may block a smaller batch otherwise).
-f32 data only (a bf16 fp math mode runs the whole primitive).
+f32 data computed in f32 only: a bf16 fp math mode runs the whole primitive where the CPU computes
+bf16 (where it does not, the mode computes f32 and its calls run as any f32 call).
 """
 from __future__ import annotations
 
