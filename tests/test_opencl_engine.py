@@ -2,6 +2,7 @@
 movement kernel, chains of ops staying on the device, threads, and the float64 rule."""
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -175,3 +176,77 @@ def test_a_device_with_its_own_memory_copies_in_and_out(monkeypatch, op, args, k
         np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=1e-5, atol=1e-6)
     t = polyeng.to_device(args[0])
     assert t.host is None and np.array_equal(polyeng.to_numpy(t), np.asarray(args[0]))
+
+
+_HALF_KERNEL = """
+__kernel void halves(__global const half *x, __global float *widened, __global const float *f,
+                     __global half *narrowed, const ulong at) {
+    const size_t i = get_global_id(0) * VLANES + at;
+    vstore16(VLOAD(x, i), 0, widened + i);
+    VSTORE(narrowed, i, vload16(0, f + i));
+}
+"""
+
+
+def _same_half_bits(got, want):
+    """Equal bit patterns, but for NaN, where only NaN and the sign are compared (a signalling
+    NaN may come back quiet)."""
+    g, w = got.view(np.uint16), want.view(np.uint16)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(g[~nan], w[~nan]) and np.array_equal(g[nan] >> 15, w[nan] >> 15)
+
+
+@pytest.mark.parametrize("at", [0, 1, 5])   # element offsets: aligned, then 2 and 10 bytes past
+def test_float16_vectors_load_and_store_exactly_at_any_offset(at):
+    """common.cl's VLOAD and VSTORE of f16 storage: every f16 bit pattern widens to the f32 numpy
+    gives, and f32 values round to numpy's f16 (nearest even: ties between neighbours, subnormals,
+    the overflow threshold 65520, inf, NaN), at aligned addresses (the device's vector built-ins)
+    and at addresses that are not (the 16-bit patterns converted in the kernel)."""
+    import pyopencl as cl
+    from polyeng.backends.opencl import _enqueue as enqueue, _runtime as runtime
+    halves = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    with np.errstate(invalid="ignore", over="ignore"):   # NaN and inf patterns among them
+        below = np.nextafter(halves.astype(np.float32), np.float32(-np.inf))
+        neighbours = halves.view(np.uint16) + np.uint16(1)
+        ties = (halves.astype(np.float64) + neighbours.view(np.float16).astype(np.float64)) / 2
+    rng = np.random.default_rng(at)
+    floats = np.concatenate([halves.astype(np.float32), below, ties.astype(np.float32),
+                             rng.integers(0, 1 << 32, 1 << 16, dtype=np.uint32).view(np.float32),
+                             np.float32([65519.99, 65520, -65520, 1e-8, -3e-8, 2.0 ** -25, 2.0 ** -24 * 1.5,
+                                         1e-40, -1e-45, 3e38, np.inf, -np.inf, np.nan, -np.nan])])
+    floats = np.resize(floats, -(-floats.size // 16) * 16)
+    x = np.resize(halves, floats.size)
+    st = runtime.state()
+    source = (Path(enqueue.__file__).parent / "common.cl").read_text() + _HALF_KERNEL
+    program = cl.Program(st.context, source).build(options=["-DSTORAGE=2"])
+    pad = lambda a: np.concatenate([np.zeros(at, a.dtype), a])   # noqa: E731
+    mf = cl.mem_flags
+    x_buf = cl.Buffer(st.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=pad(x))
+    f_buf = cl.Buffer(st.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=pad(floats))
+    widened, narrowed = np.empty(at + x.size, np.float32), np.empty(at + x.size, np.float16)
+    w_buf, n_buf = (cl.Buffer(st.context, mf.WRITE_ONLY, a.nbytes) for a in (widened, narrowed))
+    program.halves(st.queue, (x.size // 16,), None, x_buf, w_buf, f_buf, n_buf, np.uint64(at))
+    cl.enqueue_copy(st.queue, widened, w_buf)
+    cl.enqueue_copy(st.queue, narrowed, n_buf)
+    st.queue.finish()
+    want = x.astype(np.float32)
+    nan = np.isnan(want)
+    assert np.array_equal(widened[at:].view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+    assert np.isnan(widened[at:][nan]).all() and np.array_equal(np.signbit(widened[at:]), np.signbit(want))
+    with np.errstate(over="ignore"):
+        _same_half_bits(narrowed[at:], floats.astype(np.float16))
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_float16_rows_starting_at_every_offset(op):
+    """Rows of n float16 elements start n * 2 bytes apart, so n = 17..24 and 33..40 start rows at
+    every 2-byte offset within 16 bytes, with one and two whole 16-element vectors then a partial
+    one (lengths built unrolled), and 65 and 71 the looped form."""
+    for n in [*range(17, 25), *range(33, 41), 65, 71]:
+        x = (np.random.default_rng(n).standard_normal((5, n)) * 4).astype(np.float16)
+        got, want = on("opencl", op, x, axis=1), on("basic", op, x, axis=1)
+        assert got.dtype == np.float16
+        tol = 8 * 2.0 ** -10
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
+                                   atol=tol * (20 if op == "log_softmax" else 1))

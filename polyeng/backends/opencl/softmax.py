@@ -2,9 +2,7 @@
 the reduction over n, so any axis runs without a transpose. A contiguous reduction (inner 1)
 runs one row per work item; otherwise a work item takes 16 adjacent lanes. Reductions of up
 to ``UNROLLED`` elements are built for their length (one program per length), so the loops
-along n unroll; except float16 rows: PoCL's compiler (LLVM 15) turned the unrolled
-``vload_half16`` of rows of 17-31 elements (but 24) into code that crashed the process
-(SIGSEGV) when a call had more than one row, so float16 rows keep the loop.
+along n unroll.
 """
 from __future__ import annotations
 
@@ -23,8 +21,7 @@ def _run(x, axis, log):
     if tx.size:
         shape = tx.shape or (1,)   # a 0-d input is one row of one element
         outer, n, inner = math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
-        unroll = n <= UNROLLED and not (inner == 1 and tx.dtype == np.float16)
-        options = enqueue.float_options(tx.dtype) + ((f"-DN={n}",) if unroll else ())
+        options = enqueue.float_options(tx.dtype) + ((f"-DN={n}",) if n <= UNROLLED else ())
         if inner == 1:
             enqueue.run("softmax.cl", "softmax_rows", options, outer, tx.buffer, out.buffer,
                        np.uint64(outer), np.uint64(n), np.int32(log), local=64)
