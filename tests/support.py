@@ -285,8 +285,10 @@ def numba_threads(count: int):
 @functools.lru_cache(maxsize=1)
 def onednn_computes_bf16() -> bool:
     """Whether oneDNN has bf16 kernels on this CPU, asked of oneDNN itself: it builds a bf16 relu.
-    oneDNN 3.2 has none on a CPU without AVX-512 (AMD's Zen 3, say), where every bf16 primitive but
-    the reorders is unimplemented and ONEDNN turns such calls down (``onednn_turns_down``)."""
+    oneDNN 3.2 has none on a CPU without AVX-512 (AMD's Zen 3, say): its bf16 eltwise, binary,
+    normalization, pooling, softmax, reduction, convolution and product primitives are unimplemented
+    there (its reorders and reference concat remain) and ONEDNN turns such calls down
+    (``onednn_turns_down``)."""
     from polyeng.backends.onednn import _constants as C
     from polyeng.backends.onednn._lib import OneDNNError
     from polyeng.backends.onednn._primitive import Primitive, desc

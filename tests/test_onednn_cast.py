@@ -7,6 +7,7 @@ import pytest
 
 import polyeng
 from polyeng.backends.onednn import cast as onednn_cast
+from polyeng.backends.onednn._fpmath import cpu_flags
 from polyeng.engine import dtypes as dt
 
 pytestmark = pytest.mark.skipif("onednn" not in {e.name for e in polyeng.engines() if e.available},
@@ -33,7 +34,7 @@ def layouts(x):
 @pytest.mark.parametrize("source,target", sorted(onednn_cast.CANDIDATES, key=str), ids=str)
 def test_every_cast_it_takes_has_basics_bits(source, target):
     values = onednn_cast._patterns(source)
-    taken = []
+    taken = {}
     for name, x in layouts(values[:64] if source.itemsize > 1 else values[::4]).items():
         engine, reason = decide(x, target)
         with polyeng.compute_eng(engine, fallback=False):
@@ -44,11 +45,13 @@ def test_every_cast_it_takes_has_basics_bits(source, target):
         assert np.array_equal(np.isnan(got), nan), name
         kind = f"u{target.itemsize}"
         assert np.array_equal(got.view(kind)[~nan], want.view(kind)[~nan]), (name, engine)
-        taken.append(engine == "onednn")
+        taken[name] = engine == "onednn"
         if engine != "onednn":
             assert "reorder" in reason and source.name in reason
     if source.kind in "iu":   # every CPU's implementations so far give exact integer casts
-        assert all(taken)
+        assert all(taken.values()), taken
+    elif "avx512f" in cpu_flags():   # its jit reorders of plain bf16 keep -0.0: AVX2's simple:any does not
+        assert taken["contiguous"] and taken["3-D"], taken
 
 
 def test_bf16_zeros_keep_their_sign_whichever_engine_runs_the_cast():

@@ -27,8 +27,9 @@
 // aligned an address only (the device's own conversions, F16C on x86); elsewhere the 16-bit
 // patterns move as ushort (element-aligned) and are converted in integer arithmetic: widened
 // exactly (subnormals through an exact float subtraction, so no flush to zero; NaN payloads
-// kept), narrowed with round to nearest even as vstore_half_rte and numpy (65520 and up to inf,
-// NaN to a quiet NaN keeping the sign and the top payload bits).
+// kept), narrowed with round to nearest even as vstore_half_rte and numpy (65520 and up to inf;
+// NaN to a quiet NaN keeping the sign and the top payload bits, where numpy keeps the payload
+// as it is: NaN bits are not compared, see docs/engines.md).
 #define HALF_VECTORS(N)                                                                            \
 inline float##N half_bits_to_float##N(ushort##N bits) {                                            \
     const uint##N h = convert_uint##N(bits);                                                       \
