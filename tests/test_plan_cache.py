@@ -48,6 +48,17 @@ def test_what_the_selector_reads_is_in_the_key(change):
     assert other is not base
 
 
+def test_a_dtype_argument_is_part_of_a_cached_key():
+    """cast's target (a numpy dtype, whose type is a subclass per dtype) is a key, not a reason to
+    choose again on every call (about 80 us each)."""
+    x = np.ones((2, 3), np.float32)
+    first = plan("cast", x=x, dtype="bfloat16")
+    assert first.cached
+    assert plan("cast", x=np.zeros((2, 3), np.float32), dtype=polyeng.bfloat16) is first
+    assert plan("cast", x=x, dtype="float16") is not first
+    assert plan_cache._signature(np.dtype(np.float16)) != plan_cache._signature(np.dtype(np.float32))
+
+
 def test_python_scalars_of_different_types_do_not_share_a_key():
     assert plan_cache._signature(True) != plan_cache._signature(1) != plan_cache._signature(1.0)
 

@@ -1,7 +1,7 @@
 """The decision cache: what the selector decided for a call signature, kept for the next call.
 
 A call's signature is its op, the fp math mode, the user's engine scope, and, per argument,
-the dtype, shape and strides of arrays and the value of everything else. Selection reads
+the dtype, shape and strides of arrays and the value of everything else (a dtype argument too). Selection reads
 nothing else (``accepts`` and recommendation rules look at shapes, dtypes and options, never
 at array values), so a cached plan is the plan the selector would make again. The cache
 lives on the registry, so registering or unregistering a backend starts a fresh one. Ops
@@ -34,6 +34,8 @@ def _signature(value):
         return (kind,) + tuple([_signature(v) for v in value])
     if isinstance(value, np.generic):
         return (kind, value.dtype)
+    if isinstance(value, np.dtype):   # cast's target: its type is np.dtype's subclass for that dtype
+        return (np.dtype, value)
     if hasattr(value, "shape") and hasattr(value, "dtype"):   # a device tensor
         return (kind, value.dtype, tuple(value.shape))
     raise _Uncacheable
