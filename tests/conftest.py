@@ -347,3 +347,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 def engine(request):
     """The name of one engine under test; see "Engines under test" at the top of this file."""
     return request.param
+
+
+@pytest.fixture
+def scalar_casts_held(monkeypatch):
+    """Programs hold every cast whatever its size, also where oneDNN converts it in its scalar code
+    (``simple:any`` without AVX-512), which a program holds only for small values
+    (``segment.SCALAR_CAST``): for the tests of how a program's casts keep subnormals and -0.0."""
+    from polyeng.backends.onednn import segment
+    monkeypatch.setattr(segment, "SCALAR_CAST", 1 << 40)

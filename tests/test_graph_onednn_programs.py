@@ -441,7 +441,7 @@ def test_the_profile_shows_only_programs_that_ran():
     assert "onednn program" not in [o["op"] for o in g.profile(x, repeat=2).ops]
 
 
-def test_a_bf16_mixed_precision_graph_runs_as_programs_with_its_casts(program_runs):
+def test_a_bf16_mixed_precision_graph_runs_as_programs_with_its_casts(program_runs, scalar_casts_held):
     import polyeng.amp
     g = polyeng.amp.to_mixed_precision(_graph(), "bfloat16")
     assert any(n.op == "cast" for n in g.nodes)
@@ -456,7 +456,7 @@ def test_a_bf16_mixed_precision_graph_runs_as_programs_with_its_casts(program_ru
         assert float(np.max(np.abs(b.astype(np.float64) - a.astype(np.float64)))) <= 0.02 * scale
 
 
-def test_a_cast_to_bf16_keeps_subnormals_of_4d_and_2d_values():
+def test_a_cast_to_bf16_keeps_subnormals_of_4d_and_2d_values(scalar_casts_held):
     import polyeng.amp
     w = _w(8, 3, 3)
 
@@ -481,7 +481,7 @@ def test_a_cast_to_bf16_keeps_subnormals_of_4d_and_2d_values():
 _W8 = _w(8, 8, 1)
 
 
-def test_a_small_cast_to_bf16_runs_in_the_program_unless_its_source_holds_a_subnormal():
+def test_a_small_cast_to_bf16_runs_in_the_program_unless_its_source_holds_a_subnormal(scalar_casts_held):
     w = _w(8, 3, 3)
 
     def fn(x):   # a squeeze-excite's shape: the mean in f32, cast to bf16, a bf16 convolution after it

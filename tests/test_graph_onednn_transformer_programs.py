@@ -284,7 +284,7 @@ def test_the_bf16_mixed_precision_encoder_stays_within_one_percent():
 
 
 @pytest.mark.parametrize("fn", [vit_like, bert_like])
-def test_a_bf16_mixed_precision_encoder_runs_as_one_program_casts_and_all(fn):
+def test_a_bf16_mixed_precision_encoder_runs_as_one_program_casts_and_all(fn, scalar_casts_held):
     """The mixed precision pass's casts between f32 and bf16 (around the softmax, before each
     residual add) stay in the program, which matches the same graph's nodes one by one. Where
     oneDNN computes no bf16 the bf16 products and activations run as nodes, and the programs
@@ -314,7 +314,7 @@ def moved_and_normed(x):
 
 
 @pytest.mark.parametrize("scale, taken", [(1.0, True), (1e-39, False)])
-def test_a_cast_to_bf16_of_a_subnormal_runs_node_by_node(scale, taken):
+def test_a_cast_to_bf16_of_a_subnormal_runs_node_by_node(scale, taken, scalar_casts_held):
     """oneDNN's f32 -> bf16 flushes subnormals to zero, cast rounds them: a program's casts scan
     their f32 sources (a buffer of the program, an input) after the run, and a subnormal in one
     leaves the run to the nodes."""
@@ -344,7 +344,7 @@ def cast_round_trip(x):
     return polyeng.add(polyeng.add(y, a), a)
 
 
-def test_a_cast_to_bf16_and_back_in_a_program_keeps_negative_zeros():
+def test_a_cast_to_bf16_and_back_in_a_program_keeps_negative_zeros(scalar_casts_held):
     """oneDNN's reorders between f32 and bf16 make +0.0 of -0.0 on a CPU without AVX-512
     (``simple:any``): there a run whose cast source holds -0.0 is the nodes'; one without runs."""
     clean = RNG.standard_normal((B, S, D)).astype(np.float32)
@@ -361,6 +361,34 @@ def test_a_cast_to_bf16_and_back_in_a_program_keeps_negative_zeros():
         if x is clean:
             assert all(ran)
     assert np.count_nonzero(np.signbit(got) & (got == 0)) > 0
+
+
+def _scalar_cast(shape) -> bool:
+    """Whether oneDNN converts a plain f32 value of ``shape`` to bf16 in its scalar code here."""
+    from polyeng.backends.onednn._primitive import desc, reorder, scalar_conversion
+    bf16 = np.dtype(dt.bfloat16)
+    return scalar_conversion(reorder(desc(shape, np.float32), desc(shape, bf16)), np.float32, bf16)
+
+
+@pytest.mark.parametrize("shape", [(2, 4, 8), (B, S, D)], ids=["64-elements", "1536-elements"])
+def test_a_large_cast_in_onednns_scalar_code_is_left_to_the_nodes(shape):
+    """oneDNN's scalar conversions (``simple:any`` without AVX-512) cost about 100 ns an element: a
+    program holds such a cast of at most ``SCALAR_CAST`` elements and ends before a larger one,
+    whose nodes give the same bits."""
+    from polyeng.backends.onednn import segment
+    x = RNG.standard_normal(shape).astype(np.float32)
+    g = fuse(trace(cast_round_trip, x))
+    g(x)
+    got = g(x)
+    program = g._compiled()
+    casts = {i for i, step in enumerate(program.steps) if step.node.op == "cast"}
+    held = {i for a, b in program.segment_spans for i in range(a, b)}
+    assert len(casts) == 2
+    if _scalar_cast(shape) and x.size > segment.SCALAR_CAST:
+        assert not casts & held, program.segment_spans
+    else:
+        assert casts <= held, program.segment_spans
+    assert_identical(got, fuse(trace(cast_round_trip, x), disable="onednn_programs")(x))
 
 
 def test_a_program_s_bf16_copies_keep_negative_zeros():

@@ -9,7 +9,9 @@ bf16 <-> f16, uint8 -> f16, int32 -> bf16/f16 or any 64-bit type. On an AVX2 CPU
 through an implementation that this process has checked: the first call of a pair reorders
 every value of an 8- or 16-bit source (and int32's edges) in two layouts and compares the bits
 with BASIC's; a call whose layout gets an implementation that was not checked, or that differed,
-is turned down naming it. A cast to the input's own dtype is a numpy copy."""
+is turned down naming it. So is a conversion to or from a 16-bit float in oneDNN's scalar code
+(``simple:*``, ``_primitive.scalar_conversion``), twenty and more times slower than the other
+engines' casts. A cast to the input's own dtype is a numpy copy."""
 from __future__ import annotations
 
 import threading
@@ -19,7 +21,7 @@ import numpy as np
 from ...engine import dtypes as dt
 from .._loader import limit
 from . import _constants as C
-from ._primitive import c_strides, cached, desc, reorder
+from ._primitive import c_strides, cached, desc, reorder, scalar_conversion
 from ._threads import threads_for
 from .concat import describable
 
@@ -41,7 +43,11 @@ def _rule(call):
                 f"rounding (or does not exist)")
     if x.size == 0 or x.ndim == 0:
         return None   # no reorder runs (numpy's cast, which is BASIC's for these pairs)
-    impl = _step(x.shape, _strides(x), source, target).impl
+    step = _step(x.shape, _strides(x), source, target)
+    impl = step.impl
+    if scalar_conversion(step, source, target):
+        return (f"oneDNN's reorder from {source.name} to {target.name} takes {impl} for this layout, "
+                f"its scalar code (about 100 ns an element)")
     verdicts = _verdicts(source, target)
     if impl not in verdicts:
         return (f"oneDNN's reorder from {source.name} to {target.name} takes {impl} for this layout, "

@@ -43,7 +43,7 @@ from . import _arena, _native, _scans
 from .._address import address
 from ._convert import storage_of
 from ._lib import dims, new
-from ._primitive import Attr, Desc, Primitive, aligned_empty, desc, desc_any, reorder
+from ._primitive import Attr, Desc, Primitive, aligned_empty, desc, desc_any, reorder, scalar_conversion
 from ._packed import packed_weight
 from ._threads import threads_for
 from . import conv, segment_plain
@@ -56,6 +56,9 @@ TYPES = segment_plain.TYPES   # the storage a program holds: f32, and bf16 (a mi
 # the magnitude from which a sum rounds to an f32 infinity: the largest f32 plus half its unit
 SUM_TO_INF = float(np.finfo(np.float32).max) + 2.0 ** 103
 CHECKED_CAST = 1 << 22   # elements of the largest f32 value a cast to bf16 in a program may read
+# elements of the largest value a cast in oneDNN's scalar code (``_primitive.scalar_conversion``,
+# about 100 ns an element) may convert in a program: 25 us, about what a node's cast costs
+SCALAR_CAST = 256
 SMALLEST_NORMAL = 0x00800000   # the bits of f32's smallest normal: below it (and above 0), subnormal
 LIMIT = 1e36   # bounds above this might overflow somewhere (hardswish's formula passes f32's maximum from 5.7e37)
 
@@ -515,7 +518,10 @@ class Program:
         run). The scan costs about 0.2 ns an element (a value of 262144 f32 in 56 us), less than
         a node's cast. On a CPU without AVX-512 oneDNN's reorder (``simple:any``) turns -0.0 into
         +0.0 both ways (``keeps_negative_zero``, asked when the program is built): there the
-        source is scanned for -0.0 too, and a run that holds one is the nodes'."""
+        source is scanned for -0.0 too, and a run that holds one is the nodes'. A cast oneDNN would
+        convert in its scalar code (``simple:any`` there, about 100 ns an element) is held only for
+        values of at most ``SCALAR_CAST`` elements: the nodes' cast of a larger one is faster (65536
+        elements: 4.2 ms in oneDNN's scalar code, 0.07 ms in NUMBA's)."""
         x = value = s.reads["x"]
         shape = self.shape[x]
         if (self.dtype[x], s.dtype) not in ((F32, TYPES[1]), (TYPES[1], F32)):
@@ -528,6 +534,9 @@ class Program:
         if s.dtype != F32 and math.prod(shape) > CHECKED_CAST:
             raise Unsupported("a cast to bf16 of a value too large to scan for subnormals")
         prim = reorder(src, dst)
+        if scalar_conversion(prim, self.dtype[x], s.dtype) and math.prod(shape) > SCALAR_CAST:
+            raise Unsupported(f"a cast of {math.prod(shape)} elements from {self.dtype[x]} to {s.dtype} "
+                              f"in oneDNN's scalar code ({prim.impl})")
         zeros = not keeps_negative_zero(prim, (C.ARG_FROM,), C.ARG_TO, self.dtype[x], s.dtype, math.prod(shape))
         if s.dtype != F32 or zeros:
             kind, where = self._arg(x)
