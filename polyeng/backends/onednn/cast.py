@@ -21,7 +21,7 @@ import numpy as np
 from ...engine import dtypes as dt
 from .._loader import limit
 from . import _constants as C
-from ._primitive import c_strides, cached, desc, reorder, scalar_conversion
+from ._primitive import c_strides, cached, desc, elements_strides, reorder, scalar_conversion
 from ._threads import threads_for
 from .concat import describable
 
@@ -61,7 +61,7 @@ def _strides(x) -> tuple:
     """The strides, in elements, the reorder reads ``x`` with: its own, or those of the C-contiguous
     copy the kernel makes of a layout oneDNN cannot describe."""
     if describable(x):
-        return tuple(s // x.itemsize for s in x.strides)
+        return elements_strides(x)
     return c_strides(x.shape)
 
 

@@ -48,6 +48,7 @@ from ._packed import packed_weight
 from ._threads import threads_for
 from . import conv, segment_plain
 from .fused import POST_OPS
+from .segment_plain import NEGATIVE_ZERO, keeps_negative_zero
 from .normalization import constant_rows
 from .pooling import _kind as pooling_kind, _padding_right
 
@@ -230,12 +231,11 @@ class Program:
             return reorder(md, flat)
         if md == flat:
             return segment_plain.copy(shape, dtype)
-        step = reorder(md, flat)
-        if not keeps_negative_zero(step, (C.ARG_FROM,), C.ARG_TO, dtype, dtype, math.prod(shape)):
-            error = Unsupported(f"oneDNN's {dtype} reorder into a plain output ({step.impl}) turns -0.0 into +0.0")
+        try:
+            return segment_plain.sign_keeping_reorder(md, flat, dtype, math.prod(shape), "into a plain output")
+        except Unsupported as error:
             error.index = index
-            raise error
-        return step
+            raise
 
     def _value(self, name):
         if name not in self.md:
@@ -379,10 +379,8 @@ class Program:
                 src_kind = "as made"
         if src_kind != "as made":   # x reordered first, into a buffer of its own
             source = ("reordered", x, src_kind)
-            step = reorder(self.md[x], src)
-            if not keeps_negative_zero(step, (C.ARG_FROM,), C.ARG_TO, self.dtype[x], s.dtype,
-                                       math.prod(self.shape[x])):
-                raise Unsupported(f"oneDNN's {s.dtype} reorder of the input ({step.impl}) turns -0.0 into +0.0")
+            step = segment_plain.sign_keeping_reorder(self.md[x], src, self.dtype[x], math.prod(self.shape[x]),
+                                                      "of the input")
             self.buffer[source] = aligned_empty(max(src.size, 64))
             self.md[source] = src
             self.calls.append((step, {C.ARG_FROM: self._arg(x), C.ARG_TO: self._arg(source)},
@@ -445,10 +443,8 @@ class Program:
             if prim.impl.startswith("ref"):
                 raise Unsupported(f"oneDNN has no fast {s.op} for these layouts")
             second = ("plain", b)
-            step = reorder(m1, plain)
-            if not keeps_negative_zero(step, (C.ARG_FROM,), C.ARG_TO, self.dtype[b], self.dtype[b],
-                                       math.prod(self.shape[b])):
-                raise Unsupported(f"oneDNN's {self.dtype[b]} reorder of an operand ({step.impl}) turns -0.0 into +0.0")
+            step = segment_plain.sign_keeping_reorder(m1, plain, self.dtype[b], math.prod(self.shape[b]),
+                                                      "of an operand")
             self.buffer[second] = aligned_empty(max(plain.size, 64))
             self.md[second] = plain
             self.calls.append((step, {C.ARG_FROM: self._arg(b), C.ARG_TO: self._arg(second)},
@@ -743,7 +739,7 @@ class Program:
                 continue
             if bits and _holds_small(source, self._scan16, bits):   # 0 < |source| < the bound
                 return False
-            if zeros and zeros[0] and _holds_negative_zero(source):
+            if zeros and zeros[0] and _holds_negative_zero(source, self._scan16):
                 return False
         return True
 
@@ -775,7 +771,7 @@ class Program:
             bits = np.ascontiguousarray(source, F32).reshape(-1).view(np.uint32)
             if _holds_small(bits, self._scan, SMALLEST_NORMAL):   # oneDNN's cast flushed it: the nodes round it
                 return False
-            if zeros and zeros[0] and _holds_negative_zero(bits):   # oneDNN's cast made it +0.0
+            if zeros and zeros[0] and _holds_negative_zero(bits, self._scan):   # oneDNN's cast made it +0.0
                 return False
         return True
 
@@ -791,10 +787,14 @@ def _holds_small(bits, scratch, below: int) -> bool:
     return int(scan.min()) < below - 1
 
 
-def _holds_negative_zero(bits) -> bool:
-    """Whether the float bit patterns ``bits`` (f32 as uint32, bf16 as uint16) hold -0.0."""
+def _holds_negative_zero(bits, scratch) -> bool:
+    """Whether the float bit patterns ``bits`` (f32 as uint32, bf16 as uint16) hold -0.0: a pattern
+    equal to it leaves 0 in the exclusive or, and one reduction finds any. ``scratch``: as
+    ``_holds_small``'s."""
     kind, pattern = NEGATIVE_ZERO[bits.dtype.itemsize]
-    return bool(np.any(bits == kind(pattern)))
+    scan = scratch[:bits.size]
+    np.bitwise_xor(bits, kind(pattern), out=scan)
+    return int(scan.min()) == 0
 
 
 def _mask_range(a, compiled=False):
@@ -839,36 +839,6 @@ def _names(reads):
             yield from value
         elif value is not None:
             yield value
-
-
-NEGATIVE_ZERO = {2: (np.uint16, 0x8000), 4: (np.uint32, 0x80000000)}   # the bits of -0.0: bf16, f32
-
-
-def keeps_negative_zero(prim, sources, target, source, dtype, items: int) -> bool:
-    """Whether ``prim``, a reorder or a concat of ``source`` values (at arguments ``sources``) into
-    ``dtype`` ones (at ``target``), writes -0.0 where it reads -0.0: one run on sources of -0.0
-    only, in which each of the ``items`` elements it writes must be -0.0 (at least ``items`` of the
-    written buffer: a blocked layout's padding, -0.0 in the probe's sources, may be copied too, and
-    an implementation that loses the sign loses it there as well). oneDNN's reorders of 16-bit
-    values on a CPU without AVX-512 (``simple:any``, and the reference concat made of them) compute
-    v * 1 + 0, which is +0.0 for -0.0; f32 -> f32 copies keep the bits (not probed)."""
-    source, dtype = np.dtype(source), np.dtype(dtype)
-    if source == dtype == F32:
-        return True
-    args = {}
-    for arg in sources:
-        size = prim.arg_md(arg).size
-        buffer = aligned_empty(max(size, 64))
-        kind, bits = NEGATIVE_ZERO[source.itemsize]
-        buffer[:size - size % source.itemsize].view(kind)[...] = bits
-        args[arg] = buffer
-    size = prim.arg_md(target).size
-    out = aligned_empty(max(size, 64))
-    out[...] = 0
-    args[target] = out
-    prim.run(args, 1)
-    kind, bits = NEGATIVE_ZERO[dtype.itemsize]
-    return int(np.count_nonzero(out[:size - size % dtype.itemsize].view(kind) == bits)) >= items
 
 
 def _blocked(shape, dtype=F32) -> Desc:

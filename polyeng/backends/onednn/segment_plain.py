@@ -57,6 +57,46 @@ def unsupported(message):
     return Unsupported(message)
 
 
+NEGATIVE_ZERO = {2: (np.uint16, 0x8000), 4: (np.uint32, 0x80000000)}   # the bits of -0.0: bf16, f32
+
+
+def keeps_negative_zero(prim, sources, target, source, dtype, items: int) -> bool:
+    """Whether ``prim``, a reorder or a concat of ``source`` values (at arguments ``sources``) into
+    ``dtype`` ones (at ``target``), writes -0.0 where it reads -0.0: one run on sources of -0.0
+    only, in which each of the ``items`` elements it writes must be -0.0 (at least ``items`` of the
+    written buffer: a blocked layout's padding, -0.0 in the probe's sources, may be copied too, and
+    an implementation that loses the sign loses it there as well). oneDNN's reorders of 16-bit
+    values on a CPU without AVX-512 (``simple:any``, and the reference concat made of them) compute
+    v * 1 + 0, which is +0.0 for -0.0; f32 -> f32 copies keep the bits (not probed)."""
+    source, dtype = np.dtype(source), np.dtype(dtype)
+    if source == dtype == TYPES[0]:
+        return True
+    args = {}
+    kind, bits = NEGATIVE_ZERO[source.itemsize]
+    for arg in sources:
+        size = prim.arg_md(arg).size
+        buffer = aligned_empty(max(size, 64))
+        buffer[:size - size % source.itemsize].view(kind)[...] = bits
+        args[arg] = buffer
+    size = prim.arg_md(target).size
+    out = aligned_empty(max(size, 64))
+    out[...] = 0
+    args[target] = out
+    prim.run(args, 1)
+    kind, bits = NEGATIVE_ZERO[dtype.itemsize]
+    return int(np.count_nonzero(out[:size - size % dtype.itemsize].view(kind) == bits)) >= items
+
+
+def sign_keeping_reorder(src, dst, dtype, items: int, what: str) -> Primitive:
+    """The reorder of ``items`` ``dtype`` values from ``src`` to ``dst``, where it keeps -0.0
+    (``keeps_negative_zero``; f32 always does), else Unsupported naming ``what`` it reorders and
+    oneDNN's implementation."""
+    step = reorder(src, dst)
+    if not keeps_negative_zero(step, (C.ARG_FROM,), C.ARG_TO, dtype, dtype, items):
+        raise unsupported(f"oneDNN's {np.dtype(dtype)} reorder {what} ({step.impl}) turns -0.0 into +0.0")
+    return step
+
+
 def plain(p, name):
     """A value holding ``name``'s elements row-major: ``name`` itself, or a reordered copy (a
     constant: its own bytes)."""
@@ -75,12 +115,7 @@ def plain(p, name):
         return name
     made = ("plain", name)
     if made not in p.md:
-        from .segment import keeps_negative_zero
-        step = reorder(md, flat)
-        if not keeps_negative_zero(step, (C.ARG_FROM,), C.ARG_TO, p.dtype[name], p.dtype[name],
-                                   math.prod(p.shape[name])):
-            raise unsupported(f"oneDNN's {p.dtype[name]} reorder into a plain layout ({step.impl}) turns -0.0 "
-                              f"into +0.0")
+        step = sign_keeping_reorder(md, flat, p.dtype[name], math.prod(p.shape[name]), "into a plain layout")
         p.md[made] = flat
         p.buffer[made] = aligned_empty(max(flat.size, 64))
         p.shape[made], p.dtype[made] = p.shape[name], p.dtype[name]
