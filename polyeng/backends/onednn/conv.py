@@ -33,7 +33,7 @@ from ._convert import converted, storage_of
 from ._packed import constant, note_for, packed_weight
 from ._lib import dims, new
 from ._primitive import (Attr, Desc, Primitive, cached, data_type, desc, desc_any, elements_strides,
-                         reorder)
+                         reorder, scalar_conversion)
 from ._threads import threads_for
 
 FLOATS = (dt.float32, dt.bfloat16, dt.float16)
@@ -150,6 +150,7 @@ class _Plan:
         if prim is None:
             raise error
         self.prim = prim
+        self.operands, self.result = np.dtype(operands), np.dtype(result)
         self.src_md = prim.md(C.QUERY_SRC_MD)
         self.wei_md = prim.md(C.QUERY_WEIGHTS_MD)
         self.dst_md = prim.md(C.QUERY_DST_MD)
@@ -167,9 +168,12 @@ class _Plan:
         step = self.steps[key] = None if source == target else reorder(source, target)
         return step
 
-    def into(self, role: str, a: np.ndarray, target_md) -> np.ndarray:
-        """``a`` reordered into ``target_md`` (layout and type) in this thread's scratch for
-        ``role``, or ``a`` itself when it lies so already."""
+    def into(self, role: str, a: np.ndarray, target_md, target) -> np.ndarray:
+        """``a`` reordered into ``target_md`` (layout and ``target`` type) in this thread's scratch
+        for ``role``, or ``a`` itself when it lies so already. Where oneDNN would convert a 16-bit
+        float in its scalar code (``scalar_conversion``), numpy converts ``a`` first, as cast does
+        (widening is exact), and the reorder only lays it out."""
+        a = self.widened(role, a, target)
         strides = elements_strides(a)
         step = self.step((role, a.shape, strides, a.dtype.str), lambda: desc(a.shape, a.dtype, strides),
                          lambda: target_md)
@@ -179,8 +183,21 @@ class _Plan:
         step.run({C.ARG_FROM: a, C.ARG_TO: buffer}, threads_for(a.size * 4))
         return buffer
 
+    def widened(self, role: str, a: np.ndarray, target) -> np.ndarray:
+        """``a`` itself, or converted to ``target`` by numpy where oneDNN's reorder of it into the
+        plan's layout would convert in its scalar code (asked once per role and dtype pair)."""
+        target = np.dtype(target)
+        if a.dtype == target or a.dtype not in dt.SIXTEEN_BIT_FLOATS and target not in dt.SIXTEEN_BIT_FLOATS:
+            return a
+        key = ("scalar", role, a.dtype.str, target.str)
+        slow = self.steps.get(key)
+        if slow is None:
+            md = {"src": self.src_md, "weights": self.wei_md, "residual": self.dst_md}[role]
+            slow = self.steps[key] = scalar_conversion(reorder(desc(a.shape, a.dtype), md), a.dtype, target)
+        return dt.round_to(a, target) if slow else a
+
     def run(self, x, w, weight_constant, bias, work, dtype, residual=None) -> np.ndarray:
-        src = self.into("src", x, self.src_md)
+        src = self.into("src", x, self.src_md, self.operands)
         if weight_constant:   # packed once; the last one is kept here for the next call with it
             last = self.__dict__.get("last_packed")
             if last is not None and last[0] is w:
@@ -189,14 +206,18 @@ class _Plan:
                 wei = packed_weight(self.prim, w)
                 self.last_packed = (w, wei)
         else:
-            wei = self.into("weights", w, self.wei_md)
-        out = np.empty(self.out_shape, dtype)
-        step = self.step(("dst", dtype.str), lambda: self.dst_md, lambda: desc(out.shape, dtype))
+            wei = self.into("weights", w, self.wei_md, self.operands)
+        # a result oneDNN would round to 16 bits in its scalar code is laid out plain in its own
+        # type first, and numpy rounds it (``rounded``)
+        rounded = dtype != self.result and self.slow_result(dtype)
+        out = np.empty(self.out_shape, self.result if rounded else dtype)
+        step = self.step(("dst", out.dtype.str), lambda: self.dst_md, lambda: desc(out.shape, out.dtype))
         dst = out if step is None else scratch.arrays(np.uint8, (self.dst_md.size,), slot="onednn-conv-dst")[0]
         args = {C.ARG_SRC: src, C.ARG_WEIGHTS: wei, C.ARG_DST: dst}
         if bias is not None:
             args[C.ARG_BIAS] = converted(bias, F32)
         if residual is not None:   # the sum post-op adds the result to it
+            residual = self.widened("residual", residual, self.result)
             fill = self.step(("residual", residual.shape, elements_strides(residual), residual.dtype.str),
                              lambda: desc(residual.shape, residual.dtype, elements_strides(residual)),
                              lambda: self.dst_md)
@@ -207,7 +228,17 @@ class _Plan:
         self.prim.run(args, threads_for(work))
         if step is not None:
             step.run({C.ARG_FROM: dst, C.ARG_TO: out}, threads_for(out.size * 4))
-        return out
+        return dt.round_to(out, dtype) if rounded else out
+
+    def slow_result(self, dtype) -> bool:
+        """Whether oneDNN's reorder of the result into a plain array of ``dtype`` converts in its
+        scalar code (asked once per dtype)."""
+        key = ("scalar result", np.dtype(dtype).str)
+        slow = self.steps.get(key)
+        if slow is None:
+            step = reorder(self.dst_md, desc(self.out_shape, dtype))
+            slow = self.steps[key] = scalar_conversion(step, self.result, dtype)
+        return slow
 
 
 def blocks_of_16() -> bool:
