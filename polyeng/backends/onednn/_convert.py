@@ -4,7 +4,7 @@ f16 fp math mode: oneDNN computes 16-bit products natively where the CPU has the
 only AMX implementations take f32 data with the fpmath attribute, so the data is converted
 first (a bf16 x bf16 product with f32 accumulation and an f32 result: the same numbers the
 attribute gives, ``fpmath.ALLOWED``'s contract). Where oneDNN converts 16-bit floats in its scalar
-code (``simple:any`` without AVX-512), numpy converts them, as cast does."""
+code (``_primitive.scalar_conversion``), numpy converts them, as BASIC's cast does (``dt.round_to``)."""
 from __future__ import annotations
 
 import numpy as np

@@ -429,12 +429,14 @@ FLOAT16 = frozenset({"bfloat16", "float16"})
 
 def scalar_conversion(step: Primitive, source, target) -> bool:
     """Whether ``step``, a reorder from ``source`` to ``target`` values, converts to or from a 16-bit
-    float in oneDNN's scalar code (``simple:*``). Without AVX-512 that is the implementation oneDNN
-    has for these conversions, and it costs about 100 ns an element (65536 bf16 -> f32 in 4.2 ms
-    on an AMD EPYC with AVX2, where NUMBA's cast takes 0.19 ms): the callers leave such a
-    conversion to the other engines."""
+    float in oneDNN's scalar code (``simple:*``): what oneDNN 3.2 has for bf16 without AVX-512 and
+    for f16 without AVX512-FP16 (its jit reorder needs them). It costs about 100 ns an element
+    (65536 bf16 -> f32 in 4.2 ms on an AMD EPYC with AVX2, where NUMBA's cast takes 0.07 ms):
+    the callers leave such a conversion to the other engines, or to numpy."""
+    if not step.impl.startswith("simple"):
+        return False
     names = {np.dtype(source).name, np.dtype(target).name}
-    return len(names) == 2 and bool(names & FLOAT16) and step.impl.startswith("simple")
+    return len(names) == 2 and bool(names & FLOAT16)
 
 
 def aligned_empty(nbytes: int) -> np.ndarray:

@@ -10,8 +10,8 @@ through an implementation that this process has checked: the first call of a pai
 every value of an 8- or 16-bit source (and int32's edges) in two layouts and compares the bits
 with BASIC's; a call whose layout gets an implementation that was not checked, or that differed,
 is turned down naming it. So is a conversion to or from a 16-bit float in oneDNN's scalar code
-(``simple:*``, ``_primitive.scalar_conversion``), twenty and more times slower than the other
-engines' casts. A cast to the input's own dtype is a numpy copy."""
+(``simple:*``, ``_primitive.scalar_conversion``), about 100 ns an element: sixty times NUMBA's
+cast. A cast to the input's own dtype is a numpy copy."""
 from __future__ import annotations
 
 import threading

@@ -17,7 +17,10 @@ each thread's scratch (``_conv_scratch``), held from call to call. A weight that
 f32 work under a bf16 fp math mode gives oneDNN its input and weights in bf16 (the reorders
 convert as they lay them out) with the fpmath attribute set, and keeps an f32 result. 16-bit
 storage is computed as stored (f32 accumulation); f32 weights of a bf16 input are not rounded:
-the input is widened to f32 instead. f64 has no oneDNN type; f16 primitives need AVX512-FP16.
+the input is widened to f32 instead, and the f32 result rounded once. Where a reorder would
+convert a 16-bit float in oneDNN's scalar code (``_primitive.scalar_conversion``: bf16 without
+AVX-512, f16 without AVX512-FP16), numpy converts (``dt.round_to``) and the reorder only lays
+the data out. f64 has no oneDNN type; f16 primitives need AVX512-FP16.
 Zero-size calls need no primitive: an empty result, or the bias alone without input channels.
 """
 from __future__ import annotations
@@ -154,7 +157,8 @@ class _Plan:
         self.src_md = prim.md(C.QUERY_SRC_MD)
         self.wei_md = prim.md(C.QUERY_WEIGHTS_MD)
         self.dst_md = prim.md(C.QUERY_DST_MD)
-        self.steps: dict = {}   # (role, shape, strides, dtype) -> a reorder, or None where none is needed
+        # (role, shape, strides, dtype) or ("dst", dtype) -> a reorder, or None where none is needed
+        self.steps: dict = {}
 
     def step(self, key, source, target):
         """The reorder for ``key`` from ``source()`` to ``target()`` (None when they are one layout)."""
@@ -170,31 +174,27 @@ class _Plan:
 
     def into(self, role: str, a: np.ndarray, target_md, target) -> np.ndarray:
         """``a`` reordered into ``target_md`` (layout and ``target`` type) in this thread's scratch
-        for ``role``, or ``a`` itself when it lies so already. Where oneDNN would convert a 16-bit
-        float in its scalar code (``scalar_conversion``), numpy converts ``a`` first, as cast does
-        (widening is exact), and the reorder only lays it out."""
-        a = self.widened(role, a, target)
-        strides = elements_strides(a)
-        step = self.step((role, a.shape, strides, a.dtype.str), lambda: desc(a.shape, a.dtype, strides),
-                         lambda: target_md)
+        for ``role``, or ``a`` itself when it lies so already. Where that reorder would convert a
+        16-bit float in oneDNN's scalar code (``scalar_conversion``), numpy converts ``a`` first
+        (``dt.round_to``, BASIC's cast: widening is exact) and the reorder only lays it out."""
+        step = self._step_from(role, a, target_md)
+        if step is not None and scalar_conversion(step, a.dtype, target):
+            a = dt.round_to(a, target)
+            step = self._step_from(role, a, target_md)
         if step is None:
             return a
         buffer = scratch.arrays(np.uint8, (target_md.size,), slot="onednn-conv-" + role)[0]
         step.run({C.ARG_FROM: a, C.ARG_TO: buffer}, threads_for(a.size * 4))
         return buffer
 
-    def widened(self, role: str, a: np.ndarray, target) -> np.ndarray:
-        """``a`` itself, or converted to ``target`` by numpy where oneDNN's reorder of it into the
-        plan's layout would convert in its scalar code (asked once per role and dtype pair)."""
-        target = np.dtype(target)
-        if a.dtype == target or a.dtype not in dt.SIXTEEN_BIT_FLOATS and target not in dt.SIXTEEN_BIT_FLOATS:
-            return a
-        key = ("scalar", role, a.dtype.str, target.str)
-        slow = self.steps.get(key)
-        if slow is None:
-            md = {"src": self.src_md, "weights": self.wei_md, "residual": self.dst_md}[role]
-            slow = self.steps[key] = scalar_conversion(reorder(desc(a.shape, a.dtype), md), a.dtype, target)
-        return dt.round_to(a, target) if slow else a
+    def _step_from(self, role: str, a: np.ndarray, target_md):
+        strides = elements_strides(a)
+        return self.step((role, a.shape, strides, a.dtype.str), lambda: desc(a.shape, a.dtype, strides),
+                         lambda: target_md)
+
+    def _step_out(self, dtype):
+        """The reorder of the result into a plain array of ``dtype`` (None: none needed)."""
+        return self.step(("dst", dtype.str), lambda: self.dst_md, lambda: desc(self.out_shape, dtype))
 
     def run(self, x, w, weight_constant, bias, work, dtype, residual=None) -> np.ndarray:
         src = self.into("src", x, self.src_md, self.operands)
@@ -207,38 +207,30 @@ class _Plan:
                 self.last_packed = (w, wei)
         else:
             wei = self.into("weights", w, self.wei_md, self.operands)
+        step = self._step_out(dtype)
         # a result oneDNN would round to 16 bits in its scalar code is laid out plain in its own
-        # type first, and numpy rounds it (``rounded``)
-        rounded = dtype != self.result and self.slow_result(dtype)
+        # type, and numpy rounds it (``rounded``)
+        rounded = step is not None and scalar_conversion(step, self.result, dtype)
+        if rounded:
+            step = self._step_out(self.result)
         out = np.empty(self.out_shape, self.result if rounded else dtype)
-        step = self.step(("dst", out.dtype.str), lambda: self.dst_md, lambda: desc(out.shape, out.dtype))
         dst = out if step is None else scratch.arrays(np.uint8, (self.dst_md.size,), slot="onednn-conv-dst")[0]
         args = {C.ARG_SRC: src, C.ARG_WEIGHTS: wei, C.ARG_DST: dst}
         if bias is not None:
             args[C.ARG_BIAS] = converted(bias, F32)
         if residual is not None:   # the sum post-op adds the result to it
-            residual = self.widened("residual", residual, self.result)
-            fill = self.step(("residual", residual.shape, elements_strides(residual), residual.dtype.str),
-                             lambda: desc(residual.shape, residual.dtype, elements_strides(residual)),
-                             lambda: self.dst_md)
-            if fill is None:   # the same layout and type: then the destination is ``out`` itself
-                np.copyto(dst, residual)
+            fill = self._step_from("residual", residual, self.dst_md)
+            if fill is not None and scalar_conversion(fill, residual.dtype, self.result):
+                residual = dt.round_to(residual, self.result)
+                fill = self._step_from("residual", residual, self.dst_md)
+            if fill is None:   # the residual lies as the destination does: plain, the result's type
+                np.copyto(out if dst is out else dst.view(residual.dtype).reshape(residual.shape), residual)
             else:
                 fill.run({C.ARG_FROM: residual, C.ARG_TO: dst}, threads_for(residual.size * 4))
         self.prim.run(args, threads_for(work))
         if step is not None:
             step.run({C.ARG_FROM: dst, C.ARG_TO: out}, threads_for(out.size * 4))
         return dt.round_to(out, dtype) if rounded else out
-
-    def slow_result(self, dtype) -> bool:
-        """Whether oneDNN's reorder of the result into a plain array of ``dtype`` converts in its
-        scalar code (asked once per dtype)."""
-        key = ("scalar result", np.dtype(dtype).str)
-        slow = self.steps.get(key)
-        if slow is None:
-            step = reorder(self.dst_md, desc(self.out_shape, dtype))
-            slow = self.steps[key] = scalar_conversion(step, self.result, dtype)
-        return slow
 
 
 def blocks_of_16() -> bool:
@@ -276,10 +268,11 @@ def _plan(p, x, weight, has_bias, residual=False, eltwise=None) -> _Plan:
     out_shape = (g.batch, g.out_channels) + g.out[2 - nd:]
     # An f32 pointwise convolution is a matrix product on the plain layouts (no reorders); the rest
     # run on channels blocked by 16, which the input and result are reordered to and from quickly
-    # (the input widened or rounded as it is). Measured at 1 thread, 56x56: 256->64 1x1 plain 1.1 ms
-    # (b1) and 7.9 ms (b8), blocked 1.4 and 12.1, any (channels last) 1.4 and 17.2; in bf16 plain 0.72
-    # and 8.0, blocked 0.84 and 4.1; 3x3 64->64 b8 blocked 18.0 ms (bf16 9.8), any 20.1 (11.8), plain
-    # 54; depthwise 3x3 of 96 channels b8 blocked 4.6 ms, any 9.5, plain 33.
+    # (the input widened or rounded as it is; by numpy where oneDNN's reorder would be scalar code).
+    # Measured at 1 thread, 56x56: 256->64 1x1 plain 1.1 ms (b1) and 7.9 ms (b8), blocked 1.4 and
+    # 12.1, any (channels last) 1.4 and 17.2; in bf16 plain 0.72 and 8.0, blocked 0.84 and 4.1; 3x3
+    # 64->64 b8 blocked 18.0 ms (bf16 9.8), any 20.1 (11.8), plain 54; depthwise 3x3 of 96 channels
+    # b8 blocked 4.6 ms, any 9.5, plain 33.
     plain = g.algorithm == "pointwise" and operands == F32
     layouts = ("plain", "any") if plain else ("blocked", "any")
     if amx_first(operands):

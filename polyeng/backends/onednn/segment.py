@@ -25,8 +25,9 @@ lowest number) are not held. Otherwise ``run`` returns None and the nodes run on
 -0.0: on a CPU without AVX-512 oneDNN's reorders of 16-bit values (``simple:any``) and its
 reference concat compute v * 1 + 0, which is +0.0 for -0.0. A program copies 16-bit values as
 bytes (``segment_plain.copy``), holds another 16-bit reorder only where a probe run keeps -0.0
-(``keeps_negative_zero``), and scans the source of a cast whose reorder does not for -0.0 after
-the run (``_cast``).
+(``segment_plain.keeps_negative_zero``, ``sign_keeping_reorder``), and scans the source of a cast
+whose reorder does not for -0.0 after the run (``_cast``). A cast oneDNN converts in its scalar
+code (about 100 ns an element) is held only for values of at most ``SCALAR_CAST`` elements.
 
 ``run`` returns None too while another thread runs the same program (its buffers are one set).
 """

@@ -4,7 +4,9 @@
 ``mul`` with a broadcast or constant operand, ``div`` by a constant, an attention's ``select``,
 ``upsample_nearest`` and ``upsample_bilinear2d`` (a UNet's way up), ``reshape``,
 ``permute_contiguous``, ``concat`` along any axis, and views: a host node's reshape, squeeze, slice or index of its input, and the
-pieces of a ``split`` (``graph/segments.py`` finds them).
+pieces of a ``split`` (``graph/segments.py`` finds them). Here too: the -0.0 probe of 16-bit reorders
+(``keeps_negative_zero``) and the reorder checked with it (``sign_keeping_reorder``) that every
+program step uses, convolutions' too.
 
 Every value these steps read or make lies plain (row-major): a value a convolution left in a
 blocked layout is reordered into a plain buffer first, once. A reshape, and a view that is a
