@@ -126,10 +126,11 @@ ONE_PROGRAM = [(n, e) for n, e in CASES if n in ("bert", "distilbert", "gpt2", "
 @pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available, reason="onednn is unavailable")
 @pytest.mark.parametrize("name, exporter", ONE_PROGRAM, ids=[f"{n}-{e}" for n, e in ONE_PROGRAM])
 @pytest.mark.parametrize("mixed", [False, True], ids=["f32", "bf16-amp"])
-def test_an_encoder_runs_as_one_onednn_program_after_its_embeddings(name, exporter, mixed):
+def test_an_encoder_runs_as_one_onednn_program_after_its_embeddings(name, exporter, mixed, scalar_casts_held):
     """Every node from the first attention on, host views and shape arithmetic included, in one
-    program (``polyeng/graph/segments.py``); in the bf16 graph, its casts too. Where oneDNN
-    computes no bf16, the bf16 graph's products and activations run as nodes between programs."""
+    program (``polyeng/graph/segments.py``); in the bf16 graph, its casts too (held whatever their
+    size here; ``segment.SCALAR_CAST``). Where oneDNN computes no bf16, the bf16 graph's products
+    and activations run as nodes between programs."""
     _, graph, runs = model(name, exporter)
     if mixed:
         graph = polyeng.amp.to_mixed_precision(graph, "bfloat16", missing_op_mode="error")

@@ -119,10 +119,11 @@ def test_bf16_amp_within_stated_tolerance(file):
 @pytest.mark.skipif(not {e.name: e for e in polyeng.engines()}["onednn"].available, reason="onednn is unavailable")
 @pytest.mark.parametrize("mixed", [False, True], ids=["f32", "bf16-amp"])
 @pytest.mark.parametrize("file", [f for f in FILES if f.startswith("encoder")])
-def test_the_encoder_runs_as_one_onednn_program_after_its_embeddings(file, mixed):
+def test_the_encoder_runs_as_one_onednn_program_after_its_embeddings(file, mixed, scalar_casts_held):
     """Its attention's Div and Where (select) included (``polyeng/graph/segments.py``). Where
     oneDNN computes no bf16, the bf16 graph's products, activations and its Div run as nodes
-    between programs, which hold the Where."""
+    between programs, which hold the Where and the casts (held whatever their size here;
+    ``segment.SCALAR_CAST``)."""
     from support import assert_programs_between_bf16_work, computes_bf16, onednn_computes_bf16, programs_taken
     graph = _graph(file)
     if mixed:
