@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import polyeng
-from polyeng.backends.numba import _gemm, _native_calls, _recurrence_loop, _runtime
+from polyeng.backends.numba import _gemm, _recurrence_loop, _runtime
 from polyeng.engine.threads import available_cores
 from support import assert_close_tree, numba_threads
 
@@ -168,8 +168,9 @@ def test_gru_without_reset_after_keeps_the_step_by_step_path(forced):
 
 def _cblas_gemm(dtype):
     """``gemm(a, b, cols, beta, c)``: ``c = a @ b[:, :cols] + beta * c`` (``a`` and ``b`` C-contiguous, ``c``
-    a new array where ``beta`` is 0) by the cblas function the loop calls (``_native_calls.gemm_address``)."""
-    address, wide = _native_calls.gemm_address(dtype)
+    a new array where ``beta`` is 0) by the function the loop calls (``_recurrence_loop.arguments``: numpy's
+    OpenBLAS, or ``_small_gemm``'s on a CPU without AVX-512)."""
+    address, wide = _recurrence_loop.arguments(np.dtype(dtype))[:2]
     real = np.ctypeslib.as_ctypes_type(np.dtype(dtype))
     integer, enum, pointer = (ctypes.c_int64 if wide else ctypes.c_int32), ctypes.c_int, ctypes.c_void_p
     cblas = ctypes.CFUNCTYPE(None, enum, enum, enum, integer, integer, integer, real, pointer, integer, pointer,

@@ -1,8 +1,9 @@
 """C calls and atomics for compiled loops that run on several threads (``_recurrence_loop.py``).
 
 - ``gemm``: ``c = a @ b + beta * c`` through numpy's OpenBLAS, called at its ``cblas_sgemm``/``cblas_dgemm``
-  address from compiled code (numba's own ``np.dot`` needs SciPy, and a product called from
-  Python costs a few microseconds of dispatch per call). ``gemm_address`` finds the function in the
+  address (or another function of that signature: ``_small_gemm``'s) from compiled code (numba's
+  own ``np.dot`` needs SciPy, and a product called from Python costs a few microseconds of
+  dispatch per call). ``gemm_address`` finds the function in the
   library threadpoolctl finds for numpy (``_blas_threads``), and whether its integers are 64-bit.
   None where numpy's BLAS is not an OpenBLAS whose threads polyeng controls: the caller runs each
   product from Python then.

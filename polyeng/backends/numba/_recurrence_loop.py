@@ -52,7 +52,9 @@ direction make the tasks' very products, so they give the tasks' bits. A lane of
 rows makes them in calls of its rows, and OpenBLAS may sum a row's products in another order in a
 call of other rows: its Haswell kernels (run on Zen too) do, by the row's place in the call and the
 call's row count, and results then differ from the tasks' in their last bits (8 ulps of 1 at most
-in 100 seeds of the tests' cases). ``_worker`` is compiled without reassociation and contraction
+in 100 seeds of the tests' cases). On a CPU without AVX-512 the f32 products are
+``_small_gemm``'s (``arguments``), whose rows get the same bits in a call of any rows: there every
+lane gives the tasks' bits. ``_worker`` is compiled without reassociation and contraction
 (``jit(exact=True)``, as ``_lane`` is): with them, LLVM rounded it differently inlined into the
 parallel kernel than called from its serial compile (numba's workqueue layer at one thread), by 1
 ulp; without them the loop ran as fast.
@@ -69,7 +71,7 @@ from ...engine import dtypes as dt
 from ...engine.threads import available_cores
 from .._blas_threads import one_thread
 from .._constant import Derived
-from . import _gemm
+from . import _gemm, _small_gemm
 from ._f32_path import _to_f32
 from ._mathfn import sigmoid_fast as sigmoid, tanh_fast as tanh
 from ._native_calls import atomic_add, atomic_claim, atomic_load, call_int, gemm, gemm_address, yield_address
@@ -393,10 +395,14 @@ _arguments: dict = {}
 
 def arguments(dtype):
     """(the gemm's address, whether its integers are 64-bit, sched_yield's address), found once
-    per dtype."""
+    per dtype: numpy's OpenBLAS, or for f32 on a CPU without AVX-512 ``_small_gemm``'s function."""
     found = _arguments.get(dtype)
     if found is None:
-        found = _arguments[dtype] = gemm_address(dtype) + (yield_address(),)
+        found = gemm_address(dtype)
+        small = _small_gemm.address() if np.dtype(dtype) == np.float32 and _small_gemm.wanted() else None
+        if small is not None:
+            found = (small, True)
+        found = _arguments[dtype] = found + (yield_address(),)
     return found
 
 

@@ -1,0 +1,146 @@
+"""A small-matrix ``sgemm`` for the recurrent layers' steps on CPUs without AVX-512.
+
+The steps of lstm and gru multiply a few batch rows by a weight: 4 or 8 rows by 64 or 128 by
+128 columns (a part of the gates). OpenBLAS's Haswell kernels, which it runs on AVX2 CPUs, reach
+about 25 GFLOP/s there (an AMD EPYC of the Zen 3 generation: 8x128 by 128x512 in 34-38 us; MKL
+and oneDNN's ``dnnl_sgemm`` took 38 and 43 us), where 512 rows reach 54. This function keeps a
+block of 4 rows by 16 columns in eight 8-lane registers while it walks the shared dimension,
+reading ``b`` as it lies (each row's 16 columns are contiguous), with no packing: 4x128 by
+128x128 in about 1.5 us against OpenBLAS's 5.5, 8x128 by 128x512 in 22 against 28-32 (one
+thread, the call's own cost of about 2.8 us through ctypes taken off; numpy's about 1 us).
+
+It has ``cblas_sgemm``'s signature with 64-bit integers, for row-major, untransposed operands
+(what ``_native_calls.gemm`` passes; the order and transposes are not read):
+``c = alpha * a @ b + beta * c``, ``c`` not read where ``beta`` is 0. Each element of ``c`` is
+one fused multiply-add chain over the shared dimension in order, whatever the call's row count
+or the element's place in it, so a row gets the same bits in a call of any rows: the recurrent
+loop's lanes of a share of the batch give its tasks' bits.
+
+Written as LLVM IR and compiled with ``onednn/_llvm.py`` (kept in polyeng's cache folder like
+the oneDNN programs' loops). Used only where the CPU has no AVX-512 (``wanted``): OpenBLAS's
+AVX-512 kernels were not measured against it.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+NAME = "polyeng_small_sgemm"
+BLOCK_ROWS, BLOCK_COLS = 4, 16
+
+_lock = threading.Lock()
+_made: dict = {}   # "address", or "error": why it could not be made
+
+
+def wanted() -> bool:
+    """Whether the recurrent loops use this function for f32 products: on CPUs without AVX-512."""
+    from ..onednn._fpmath import cpu_flags
+    flags = cpu_flags()
+    return bool(flags) and "avx2" in flags and "fma" in flags and "avx512f" not in flags
+
+
+def address() -> int | None:
+    """The compiled function's address, or None where llvmlite cannot make it."""
+    if "address" in _made:
+        return _made["address"]
+    if "error" in _made:
+        return None
+    with _lock:
+        if "address" not in _made and "error" not in _made:
+            try:
+                function = _compile()[NAME]
+                _made["functions"] = function   # keeps the ctypes object, and with it the address, alive
+                _made["address"] = ctypes.cast(function, ctypes.c_void_p).value
+            except Exception as exc:   # no llvmlite, or a build that fails: OpenBLAS runs the products
+                _made["error"] = f"{type(exc).__name__}: {exc}"
+    return _made.get("address")
+
+
+SIGNATURE = (None, [ctypes.c_int32] * 3 + [ctypes.c_int64] * 3 + [ctypes.c_float, ctypes.c_void_p, ctypes.c_int64,
+                                                                   ctypes.c_void_p, ctypes.c_int64, ctypes.c_float,
+                                                                   ctypes.c_void_p, ctypes.c_int64])
+
+
+def _compile() -> dict:
+    from ..onednn._llvm import compile_module
+    return compile_module(module(), {NAME: SIGNATURE})
+
+
+def module():
+    """The IR module of the function (see the module docstring)."""
+    from llvmlite import ir
+    from ..onednn._llvm import loop, variable
+    f32, i32, i64 = ir.FloatType(), ir.IntType(32), ir.IntType(64)
+    v8 = ir.VectorType(f32, 8)
+    mod = ir.Module(name="polyeng_small_gemm")
+    pointer = f32.as_pointer()
+    fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, f32, pointer, i64, pointer,
+                                                          i64, f32, pointer, i64]), name=NAME)
+    _, _, _, rows, cols, inner, alpha, a, lda, b_, ldb, beta, c, ldc = fn.args
+    a.add_attribute("noalias")
+    b_.add_attribute("noalias")
+    fma8 = ir.Function(mod, ir.FunctionType(v8, [v8, v8, v8]), name="llvm.fma.v8f32")
+    fma1 = ir.Function(mod, ir.FunctionType(f32, [f32, f32, f32]), name="llvm.fma.f32")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    zero8 = ir.Constant(v8, [0.0] * 8)
+    lanes = ir.Constant(ir.VectorType(i32, 8), [0] * 8)
+    beta_zero = b.fcmp_ordered("==", beta, f32(0.0))
+
+    def splat(x):
+        return b.shuffle_vector(b.insert_element(ir.Constant(v8, ir.Undefined), x, i32(0)),
+                                ir.Constant(v8, ir.Undefined), lanes)
+
+    def at(base, row, stride, col):
+        return b.gep(base, [b.add(b.mul(row, stride), col)])
+
+    def vector(ptr):
+        return b.bitcast(ptr, v8.as_pointer())
+
+    def result(acc, old_ptr, load, store, fma, wide_alpha, wide_beta):
+        """``alpha * acc`` where beta is 0, else ``beta * old + alpha * acc`` (old read only then)."""
+        scaled = b.fmul(wide_alpha, acc)
+        with b.if_else(beta_zero) as (then, otherwise):
+            with then:
+                store(scaled)
+            with otherwise:
+                store(b.call(fma, [wide_beta, load(old_ptr), scaled]))
+
+    def blocks(height):
+        def over_rows(_, first_row):
+            def over_panels(_, first_col):
+                acc = [[variable(b, v8, zero8) for _ in range(2)] for _ in range(height)]
+
+                def over_inner(_, k):
+                    panel = at(b_, k, ldb, first_col)
+                    halves = (b.load(vector(panel), align=4), b.load(vector(b.gep(panel, [i64(8)])), align=4))
+                    for r in range(height):
+                        x = splat(b.load(at(a, b.add(first_row, i64(r)), lda, k)))
+                        for h in range(2):
+                            b.store(b.call(fma8, [x, halves[h], b.load(acc[r][h])]), acc[r][h])
+                loop(b, fn, i64(0), inner, over_inner)
+                for r in range(height):
+                    for h in range(2):
+                        target = vector(at(c, b.add(first_row, i64(r)), ldc, b.add(first_col, i64(8 * h))))
+                        result(b.load(acc[r][h]), target, lambda p: b.load(p, align=4),
+                               lambda v, p=target: b.store(v, p, align=4), fma8, splat(alpha), splat(beta))
+            loop(b, fn, i64(0), full_cols, over_panels, i64(BLOCK_COLS))
+        return over_rows
+
+    full_cols = b.mul(b.sdiv(cols, i64(BLOCK_COLS)), i64(BLOCK_COLS))
+    full_rows = b.mul(b.sdiv(rows, i64(BLOCK_ROWS)), i64(BLOCK_ROWS))
+    loop(b, fn, i64(0), full_rows, blocks(BLOCK_ROWS), i64(BLOCK_ROWS))
+    loop(b, fn, full_rows, rows, blocks(1))
+
+    def last_cols(_, row):   # the columns after the last whole block, one at a time, in the same order
+        def column(_, col):
+            acc = variable(b, f32, f32(0.0))
+
+            def over_inner(_, k):
+                b.store(b.call(fma1, [b.load(at(a, row, lda, k)), b.load(at(b_, k, ldb, col)), b.load(acc)]), acc)
+            loop(b, fn, i64(0), inner, over_inner)
+            target = at(c, row, ldc, col)
+            result(b.load(acc), target, b.load, lambda v, p=target: b.store(v, p), fma1, alpha, beta)
+        loop(b, fn, full_cols, cols, column)
+    loop(b, fn, i64(0), rows, last_cols)
+    b.ret_void()
+    return mod
