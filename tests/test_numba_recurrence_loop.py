@@ -166,11 +166,11 @@ def test_gru_without_reset_after_keeps_the_step_by_step_path(forced):
     assert_close_tree(expected, actual, **TOL[np.dtype(np.float32)])
 
 
-def _cblas_gemm(dtype):
+def _cblas_gemm(dtype, bounds, gates):
     """``gemm(a, b, cols, beta, c)``: ``c = a @ b[:, :cols] + beta * c`` (``a`` and ``b`` C-contiguous, ``c``
-    a new array where ``beta`` is 0) by the function the loop calls (``_recurrence_loop.arguments``: numpy's
-    OpenBLAS, or ``_small_gemm``'s on a CPU without AVX-512)."""
-    address, wide = _recurrence_loop.arguments(np.dtype(dtype))[:2]
+    a new array where ``beta`` is 0) by the function the loop calls for a layer of these parts
+    (``_recurrence_loop.gemm_for``: numpy's OpenBLAS, or ``_small_gemm``'s on a CPU without AVX-512)."""
+    address, wide = _recurrence_loop.gemm_for(np.dtype(dtype), bounds, gates)
     real = np.ctypeslib.as_ctypes_type(np.dtype(dtype))
     integer, enum, pointer = (ctypes.c_int64 if wide else ctypes.c_int32), ctypes.c_int, ctypes.c_void_p
     cblas = ctypes.CFUNCTYPE(None, enum, enum, enum, integer, integer, integer, real, pointer, integer, pointer,
@@ -190,16 +190,16 @@ def _shares(batch, chunks):
 
 
 def _rows_round_alike(dtype, params, batch, chunks) -> bool:
-    """Whether numpy's OpenBLAS gives every row of a part's products the same bits in a lane's call,
-    of its share of the rows, as in the tasks' call of the whole batch: the loop's calls (``h @ w_hh.T``,
-    then lstm's ``+= x_t @ w_ih.T`` or gru's ``x_t @ w_ih.T`` apart) on random data of each layer's
-    shapes, in ``chunks`` shares and in one. OpenBLAS picks its kernels, and so the order of a row's sums,
-    by a call's shape alone."""
+    """Whether the loop's product function (numpy's OpenBLAS, or ``_small_gemm``'s: ``gemm_for``) gives
+    every row of a part's products the same bits in a lane's call, of its share of the rows, as in the
+    tasks' call of the whole batch: the loop's calls (``h @ w_hh.T``, then lstm's ``+= x_t @ w_ih.T`` or
+    gru's ``x_t @ w_ih.T`` apart) on random data of each layer's shapes, in ``chunks`` shares and in one.
+    OpenBLAS picks its kernels, and so the order of a row's sums, by a call's shape alone."""
     hidden = params[0][1].shape[1]
     gates = params[0][1].shape[0] // hidden
     bounds = _recurrence_loop.bounds_for(hidden, _recurrence_loop.parts_for(hidden, available_cores()))
     widths = sorted({gates * int(hi - lo) for lo, hi in zip(bounds[:-1], bounds[1:])})
-    gemm = _cblas_gemm(dtype)
+    gemm = _cblas_gemm(dtype, bounds, gates)
     rng = np.random.default_rng(0)
     for inputs in sorted({entry[0].shape[1] for entry in params}):
         a_h, a_x = (rng.standard_normal((batch, k)).astype(dtype) for k in (hidden, inputs))

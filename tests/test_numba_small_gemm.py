@@ -9,8 +9,6 @@ import pytest
 from polyeng.backends.numba import _recurrence_loop, _small_gemm
 from polyeng.backends.onednn._fpmath import cpu_flags
 
-pytest.importorskip("llvmlite")
-
 
 def _function():
     address = _small_gemm.address()
@@ -65,9 +63,21 @@ def test_leading_dimensions_and_a_row_s_bits_in_calls_of_any_rows():
             np.testing.assert_array_equal(part.view(np.uint32), c_wide[first:first + rows, :128].view(np.uint32))
 
 
-def test_the_loop_uses_it_where_the_cpu_has_no_avx512():
+@pytest.mark.skipif(not _recurrence_loop.available(np.float32), reason="numpy's BLAS is not OpenBLAS: no loop")
+def test_the_loop_uses_it_where_the_cpu_has_no_avx512_and_parts_are_whole_blocks():
+    """On a CPU with AVX2 and FMA and no AVX-512, for f32 layers whose parts' columns are whole
+    blocks of 16 (past them it is slower than OpenBLAS); numpy's OpenBLAS elsewhere, and for f64."""
     flags = cpu_flags()
-    used = _recurrence_loop.arguments(np.dtype(np.float32))[0] == _small_gemm.address()
-    assert used is ("avx512f" not in flags and {"avx2", "fma"} <= flags)
-    assert _small_gemm.wanted() is used
-    assert _recurrence_loop.arguments(np.dtype(np.float64))[0] != _small_gemm.address()
+    small = _small_gemm.address()
+    openblas = _recurrence_loop.arguments(np.dtype(np.float32))[:2]
+    whole = _recurrence_loop.bounds_for(128, 4)   # 4 parts of 32 units: 128 columns each
+    from llvmlite import binding
+    wanted = "avx512f" not in flags and {"avx2", "fma"} <= flags and hasattr(binding, "create_pass_builder")
+    assert _small_gemm.wanted() is wanted
+    assert _recurrence_loop.gemm_for(np.dtype(np.float32), whole, 4) == ((small, True) if _small_gemm.wanted()
+                                                                         else openblas)
+    assert _recurrence_loop.gemm_for(np.dtype(np.float32), _recurrence_loop.bounds_for(100, 3), 4) == openblas
+    assert _recurrence_loop.gemm_for(np.dtype(np.float32), whole, 3) == ((small, True) if _small_gemm.wanted()
+                                                                         else openblas)   # gru: 96 columns
+    assert _recurrence_loop.gemm_for(np.dtype(np.float64), whole, 4) == \
+        _recurrence_loop.arguments(np.dtype(np.float64))[:2]

@@ -10,7 +10,8 @@ or by lanes (``_by_lanes``, below):
 
 - A step is cut in ``parts`` per direction, each a range of hidden units: its product
   ``x_t @ w_ih.T + h @ w_hh.T`` restricted to the four gates of those units (two ``cblas_?gemm``
-  calls at numpy's OpenBLAS's address, ``_native_calls.gemm``), then the biases, the gates'
+  calls at numpy's OpenBLAS's address, ``_native_calls.gemm``; f32 on a CPU without AVX-512:
+  ``_small_gemm``'s, ``gemm_for``), then the biases, the gates'
   activations and the updates of ``c``, ``h`` and ``y`` for those units. The weights and biases
   are permuted once so that a part's gate columns are contiguous (kept for constant weights,
   ``backends/_constant.py``).
@@ -53,11 +54,12 @@ rows makes them in calls of its rows, and OpenBLAS may sum a row's products in a
 call of other rows: its Haswell kernels (run on Zen too) do, by the row's place in the call and the
 call's row count, and results then differ from the tasks' in their last bits (8 ulps of 1 at most
 in 100 seeds of the tests' cases). On a CPU without AVX-512 the f32 products are
-``_small_gemm``'s (``arguments``), whose rows get the same bits in a call of any rows: there every
-lane gives the tasks' bits. ``_worker`` is compiled without reassociation and contraction
-(``jit(exact=True)``, as ``_lane`` is): with them, LLVM rounded it differently inlined into the
-parallel kernel than called from its serial compile (numba's workqueue layer at one thread), by 1
-ulp; without them the loop ran as fast.
+``_small_gemm``'s where a layer's parts are whole blocks of its columns (``gemm_for``), and its
+rows get the same bits in a call of any rows: there every lane gives the tasks' bits.
+``_worker`` is compiled without reassociation and contraction (``jit(exact=True)``, as ``_lane``
+is): with them, LLVM rounded it differently inlined into the parallel kernel than called from its
+serial compile (numba's workqueue layer at one thread), by 1 ulp; without them the loop ran as
+fast.
 """
 from __future__ import annotations
 
@@ -394,16 +396,27 @@ _arguments: dict = {}
 
 
 def arguments(dtype):
-    """(the gemm's address, whether its integers are 64-bit, sched_yield's address), found once
-    per dtype: numpy's OpenBLAS, or for f32 on a CPU without AVX-512 ``_small_gemm``'s function."""
+    """(numpy's OpenBLAS gemm's address, whether its integers are 64-bit, sched_yield's address),
+    found once per dtype."""
     found = _arguments.get(dtype)
     if found is None:
-        found = gemm_address(dtype)
-        small = _small_gemm.address() if np.dtype(dtype) == np.float32 and _small_gemm.wanted() else None
-        if small is not None:
-            found = (small, True)
-        found = _arguments[dtype] = found + (yield_address(),)
+        found = _arguments[dtype] = gemm_address(dtype) + (yield_address(),)
     return found
+
+
+def gemm_for(dtype, bounds, gates: int) -> tuple:
+    """(address, whether its integers are 64-bit) of the product function a layer's loop calls:
+    ``_small_gemm``'s for f32 on a CPU without AVX-512 where every part's columns (``gates`` per
+    hidden unit) are whole blocks of 16, else numpy's OpenBLAS. (``_small_gemm`` makes columns
+    past the last whole block one at a time: 4x100 by 100x132 took longer than OpenBLAS's.)"""
+    blas, wide, _ = arguments(dtype)
+    if np.dtype(dtype) == np.float32 and _small_gemm.wanted():
+        widths = gates * np.diff(np.asarray(bounds))
+        if not np.any(widths % _small_gemm.BLOCK_COLS):
+            small = _small_gemm.address()
+            if small is not None:
+                return small, True
+    return blas, wide
 
 
 def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
@@ -422,6 +435,7 @@ def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
     work = seq_len * batch * dirs * gates * hidden * (hidden + source.shape[1])   # multiply-adds
     busy = work * dtype.itemsize if work >= _gemm.PARALLEL_WORK else 0
     blas, wide, yield_fn = arguments(dtype)
+    blas, wide = gemm_for(dtype, bounds, gates)
     cores = available_cores()
     chunks = chunks_for(batch, dirs, cores)
     # OpenBLAS on the calling thread while numba's threads call it. A loop of less work runs on

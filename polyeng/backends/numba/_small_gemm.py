@@ -18,7 +18,9 @@ loop's lanes of a share of the batch give its tasks' bits.
 
 Written as LLVM IR and compiled with ``onednn/_llvm.py`` (kept in polyeng's cache folder like
 the oneDNN programs' loops). Used only where the CPU has no AVX-512 (``wanted``): OpenBLAS's
-AVX-512 kernels were not measured against it.
+AVX-512 kernels were not measured against it. The recurrent loop takes it only where every part's
+columns are whole blocks of 16 (``_recurrence_loop.gemm_for``): past them it makes each column's
+elements one at a time, slower than OpenBLAS (4x100 by 100x132: 13.9 us against 11.4).
 """
 from __future__ import annotations
 
@@ -29,14 +31,22 @@ NAME = "polyeng_small_sgemm"
 BLOCK_ROWS, BLOCK_COLS = 4, 16
 
 _lock = threading.Lock()
-_made: dict = {}   # "address", or "error": why it could not be made
+_made: dict = {}   # "address" (and its ctypes "function"), or "error": why it could not be made
 
 
 def wanted() -> bool:
-    """Whether the recurrent loops use this function for f32 products: on CPUs without AVX-512."""
+    """Whether the recurrent loops use this function for f32 products: on CPUs with AVX2 and FMA
+    and without AVX-512, where llvmlite optimises the module (0.44 and later: with no passes the
+    accumulators would stay in memory)."""
     from ..onednn._fpmath import cpu_flags
     flags = cpu_flags()
-    return bool(flags) and "avx2" in flags and "fma" in flags and "avx512f" not in flags
+    if not flags or "avx2" not in flags or "fma" not in flags or "avx512f" in flags:
+        return False
+    try:
+        from llvmlite import binding
+    except ImportError:
+        return False
+    return hasattr(binding, "create_pass_builder")
 
 
 def address() -> int | None:
@@ -49,7 +59,7 @@ def address() -> int | None:
         if "address" not in _made and "error" not in _made:
             try:
                 function = _compile()[NAME]
-                _made["functions"] = function   # keeps the ctypes object, and with it the address, alive
+                _made["function"] = function   # the code itself is kept by _llvm or _elf for the process
                 _made["address"] = ctypes.cast(function, ctypes.c_void_p).value
             except Exception as exc:   # no llvmlite, or a build that fails: OpenBLAS runs the products
                 _made["error"] = f"{type(exc).__name__}: {exc}"

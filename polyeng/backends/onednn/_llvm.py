@@ -1,5 +1,6 @@
 """Small LLVM IR modules compiled with llvmlite into ctypes functions: the oneDNN programs' loop
-(``_native_loops.py``) and their guards' scans (``_scan_loops.py``).
+(``_native_loops.py``), their guards' scans (``_scan_loops.py``), and NUMBA's recurrent loops'
+small product (``backends/numba/_small_gemm.py``).
 
 Both are a few loops each, so they are written as IR here rather than compiled by numba, whose
 first function in a process sets up its typing (0.3-0.4 s) and holds about 50 MB beside its
