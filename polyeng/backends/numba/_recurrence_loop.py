@@ -434,8 +434,8 @@ def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
     cells = c if c is not None else np.zeros((1, 1, 1), dtype)
     work = seq_len * batch * dirs * gates * hidden * (hidden + source.shape[1])   # multiply-adds
     busy = work * dtype.itemsize if work >= _gemm.PARALLEL_WORK else 0
-    blas, wide, yield_fn = arguments(dtype)
     blas, wide = gemm_for(dtype, bounds, gates)
+    yield_fn = arguments(dtype)[2]
     cores = available_cores()
     chunks = chunks_for(batch, dirs, cores)
     # OpenBLAS on the calling thread while numba's threads call it. A loop of less work runs on

@@ -177,15 +177,22 @@ class _Plan:
         for ``role``, or ``a`` itself when it lies so already. Where that reorder would convert a
         16-bit float in oneDNN's scalar code (``scalar_conversion``), numpy converts ``a`` first
         (``dt.round_to``, BASIC's cast: widening is exact) and the reorder only lays it out."""
-        step = self._step_from(role, a, target_md)
-        if step is not None and scalar_conversion(step, a.dtype, target):
-            a = dt.round_to(a, target)
-            step = self._step_from(role, a, target_md)
+        a, step = self._laid_out(role, a, target_md, target)
         if step is None:
             return a
         buffer = scratch.arrays(np.uint8, (target_md.size,), slot="onednn-conv-" + role)[0]
         step.run({C.ARG_FROM: a, C.ARG_TO: buffer}, threads_for(a.size * 4))
         return buffer
+
+    def _laid_out(self, role: str, a: np.ndarray, target_md, target) -> tuple:
+        """(``a``, or numpy's conversion of it to ``target`` where the reorder would convert in
+        oneDNN's scalar code; the reorder from that array into ``target_md``, None where none is
+        needed)."""
+        step = self._step_from(role, a, target_md)
+        if step is not None and scalar_conversion(step, a.dtype, target):
+            a = dt.round_to(a, target)
+            step = self._step_from(role, a, target_md)
+        return a, step
 
     def _step_from(self, role: str, a: np.ndarray, target_md):
         strides = elements_strides(a)
@@ -219,10 +226,7 @@ class _Plan:
         if bias is not None:
             args[C.ARG_BIAS] = converted(bias, F32)
         if residual is not None:   # the sum post-op adds the result to it
-            fill = self._step_from("residual", residual, self.dst_md)
-            if fill is not None and scalar_conversion(fill, residual.dtype, self.result):
-                residual = dt.round_to(residual, self.result)
-                fill = self._step_from("residual", residual, self.dst_md)
+            residual, fill = self._laid_out("residual", residual, self.dst_md, self.result)
             if fill is None:   # the residual lies as the destination does: plain, the result's type
                 np.copyto(out if dst is out else dst.view(residual.dtype).reshape(residual.shape), residual)
             else:
