@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import polyeng
-from polyeng.backends.numba import _gemm, _recurrence_loop, _runtime
+from polyeng.backends.numba import _gemm, _recurrence_loop, _runtime, _small_gemm
 from polyeng.engine.threads import available_cores
 from support import assert_close_tree, numba_threads
 
@@ -169,8 +169,9 @@ def test_gru_without_reset_after_keeps_the_step_by_step_path(forced):
 def _cblas_gemm(dtype, bounds, gates):
     """``gemm(a, b, cols, beta, c)``: ``c = a @ b[:, :cols] + beta * c`` (``a`` and ``b`` C-contiguous, ``c``
     a new array where ``beta`` is 0) by the function the loop calls for a layer of these parts
-    (``_recurrence_loop.gemm_for``: numpy's OpenBLAS, or ``_small_gemm``'s on a CPU without AVX-512)."""
-    address, wide = _recurrence_loop.gemm_for(np.dtype(dtype), bounds, gates)
+    (``_recurrence_loop.gemm_for``: numpy's OpenBLAS, or ``_small_gemm``'s on a CPU without AVX-512, which
+    reads ``b`` packed)."""
+    address, wide, packed = _recurrence_loop.gemm_for(np.dtype(dtype), bounds, gates)
     real = np.ctypeslib.as_ctypes_type(np.dtype(dtype))
     integer, enum, pointer = (ctypes.c_int64 if wide else ctypes.c_int32), ctypes.c_int, ctypes.c_void_p
     cblas = ctypes.CFUNCTYPE(None, enum, enum, enum, integer, integer, integer, real, pointer, integer, pointer,
@@ -178,7 +179,8 @@ def _cblas_gemm(dtype, bounds, gates):
 
     def gemm(a, b, cols, beta, c=None):
         c = np.zeros((a.shape[0], cols), dtype) if c is None else c
-        cblas(101, 111, 111, a.shape[0], cols, a.shape[1], 1.0, a.ctypes.data, a.shape[1], b.ctypes.data,
+        laid = _small_gemm.pack(b[:, :cols]) if packed else b
+        cblas(101, 111, 111, a.shape[0], cols, a.shape[1], 1.0, a.ctypes.data, a.shape[1], laid.ctypes.data,
               b.shape[1], beta, c.ctypes.data, cols)   # row-major, no transposes
         return c
     return gemm
@@ -326,7 +328,7 @@ def test_a_task_whose_thread_never_runs_it_is_run_by_the_waiting_thread(forced):
 
     def launch(kernel, busy, workers, *args):
         ran.append(kernel)
-        counters, flags = args[3], args[4]   # after blas, wide and yield_fn
+        counters, flags = args[4], args[5]   # after blas, wide, packed and yield_fn
         counters[_recurrence_loop.TAKEN] = 1   # task 0 taken, never run by its taker
         _recurrence_loop._worker(*args)
         seen["flags"] = flags.copy()
@@ -352,12 +354,12 @@ def test_a_task_run_twice_is_written_once(forced):
     _recurrence_loop.launch = launch
     with polyeng.compute_eng("numba", fallback=False):
         polyeng.lstm(x, params)
-    blas, wide, yield_fn, counters, flags, bounds, source, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len, ts, bs = \
-        kept["args"]
+    blas, wide, packed, yield_fn, counters, flags, bounds, source, w_ih, w_hh, bias, bias_hn, h, c, y, seq_len, ts, \
+        bs = kept["args"]
     before = [a.copy() for a in (counters, h, c, y)]
     scratch = [np.empty(2 * 4 * 12, np.float32), np.empty(0, np.float32), np.empty(2 * 12, np.float32),
                np.empty(2 * 12, np.float32)]
-    _recurrence_loop._task(0, blas, wide, counters, flags, bounds, source, w_ih_t, w_hh_t, bias, bias_hn, h, c, y,
+    _recurrence_loop._task(0, blas, wide, packed, counters, flags, bounds, source, w_ih, w_hh, bias, bias_hn, h, c, y,
                            seq_len, ts, bs, *scratch)
     for old, new in zip(before, (counters, h, c, y)):
         np.testing.assert_array_equal(old, new)

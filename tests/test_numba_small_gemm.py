@@ -10,8 +10,8 @@ from polyeng.backends.numba import _recurrence_loop, _small_gemm
 from polyeng.backends.onednn._fpmath import cpu_flags
 
 
-def _function():
-    address = _small_gemm.address()
+def _function(packed=False):
+    address = _small_gemm.address(packed)
     assert address, _small_gemm._made.get("error")
     return ctypes.CFUNCTYPE(_small_gemm.SIGNATURE[0], *_small_gemm.SIGNATURE[1])(address)
 
@@ -63,21 +63,48 @@ def test_leading_dimensions_and_a_row_s_bits_in_calls_of_any_rows():
             np.testing.assert_array_equal(part.view(np.uint32), c_wide[first:first + rows, :128].view(np.uint32))
 
 
+@pytest.mark.parametrize("m,k,n", [(8, 128, 512), (4, 64, 128), (5, 33, 48), (1, 1, 16), (3, 0, 32), (0, 4, 16)])
+@pytest.mark.parametrize("alpha,beta", [(1.0, 0.0), (1.0, 1.0), (-2.0, 0.5)])
+def test_the_packed_function_gives_the_bits_of_b_read_as_it_lies(m, k, n, alpha, beta):
+    """``b`` laid out by ``pack`` (blocks of 16 columns one after another) and read so: the same
+    fused multiply-add chains, so the same bits; ``ldb`` is not read; ``alpha`` scales the sums."""
+    rng = np.random.default_rng(m * 1000 + k * 10 + n)
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    old = rng.standard_normal((m, n)).astype(np.float32)
+    as_it_lies, packed = old.copy(), old.copy()
+    _call(_function(), a, b, as_it_lies, alpha, beta)
+    laid = _small_gemm.pack(b)
+    assert laid.shape == (k * n,) and laid.flags.c_contiguous
+    fn = _function(packed=True)
+    fn(101, 111, 111, m, n, k, alpha, a.ctypes.data, k, laid.ctypes.data, -1, beta, packed.ctypes.data, n)
+    np.testing.assert_array_equal(packed.view(np.uint32), as_it_lies.view(np.uint32))
+    want = _fma_chain(a, b).astype(np.float64) * alpha + (0 if beta == 0 else beta * old.astype(np.float64))
+    np.testing.assert_allclose(packed, want, rtol=1e-6, atol=1e-5)
+
+
+def test_pack_lays_out_blocks_of_16_columns_and_refuses_other_widths():
+    b = np.arange(3 * 32, dtype=np.float32).reshape(3, 32)
+    laid = _small_gemm.pack(b)
+    np.testing.assert_array_equal(laid[:48].reshape(3, 16), b[:, :16])
+    np.testing.assert_array_equal(laid[48:].reshape(3, 16), b[:, 16:])
+    with pytest.raises(ValueError, match="pack: 20 columns are not whole blocks of 16"):
+        _small_gemm.pack(np.zeros((3, 20), np.float32))
+
+
 @pytest.mark.skipif(not _recurrence_loop.available(np.float32), reason="numpy's BLAS is not OpenBLAS: no loop")
 def test_the_loop_uses_it_where_the_cpu_has_no_avx512_and_parts_are_whole_blocks():
     """On a CPU with AVX2 and FMA and no AVX-512, for f32 layers whose parts' columns are whole
     blocks of 16 (past them it is slower than OpenBLAS); numpy's OpenBLAS elsewhere, and for f64."""
     flags = cpu_flags()
-    small = _small_gemm.address()
-    openblas = _recurrence_loop.arguments(np.dtype(np.float32))[:2]
+    small = (_small_gemm.address(packed=True), True, True)
+    openblas = _recurrence_loop.arguments(np.dtype(np.float32))[:2] + (False,)
     whole = _recurrence_loop.bounds_for(128, 4)   # 4 parts of 32 units: 128 columns each
     from llvmlite import binding
     wanted = "avx512f" not in flags and {"avx2", "fma"} <= flags and hasattr(binding, "create_pass_builder")
     assert _small_gemm.wanted() is wanted
-    assert _recurrence_loop.gemm_for(np.dtype(np.float32), whole, 4) == ((small, True) if _small_gemm.wanted()
-                                                                         else openblas)
+    assert _recurrence_loop.gemm_for(np.dtype(np.float32), whole, 4) == (small if wanted else openblas)
     assert _recurrence_loop.gemm_for(np.dtype(np.float32), _recurrence_loop.bounds_for(100, 3), 4) == openblas
-    assert _recurrence_loop.gemm_for(np.dtype(np.float32), whole, 3) == ((small, True) if _small_gemm.wanted()
-                                                                         else openblas)   # gru: 96 columns
+    assert _recurrence_loop.gemm_for(np.dtype(np.float32), whole, 3) == (small if wanted else openblas)   # gru: 96
     assert _recurrence_loop.gemm_for(np.dtype(np.float64), whole, 4) == \
-        _recurrence_loop.arguments(np.dtype(np.float64))[:2]
+        _recurrence_loop.arguments(np.dtype(np.float64))[:2] + (False,)

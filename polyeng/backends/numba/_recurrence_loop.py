@@ -11,10 +11,10 @@ or by lanes (``_by_lanes``, below):
 - A step is cut in ``parts`` per direction, each a range of hidden units: its product
   ``x_t @ w_ih.T + h @ w_hh.T`` restricted to the four gates of those units (two ``cblas_?gemm``
   calls at numpy's OpenBLAS's address, ``_native_calls.gemm``; f32 on a CPU without AVX-512:
-  ``_small_gemm``'s, ``gemm_for``), then the biases, the gates'
-  activations and the updates of ``c``, ``h`` and ``y`` for those units. The weights and biases
-  are permuted once so that a part's gate columns are contiguous (kept for constant weights,
-  ``backends/_constant.py``).
+  ``_small_gemm``'s packed one, ``gemm_for``), then the biases, the gates' activations and the
+  updates of ``c``, ``h`` and ``y`` for those units. The weights and biases are permuted once so
+  that a part's gate columns are contiguous, and for ``_small_gemm`` packed in blocks of 16 columns
+  (kept for constant weights, ``backends/_constant.py``).
 - Tasks (step, direction, part) are taken in order from an atomic counter by each of numba's
   threads. A task waits until every task of the step before is done (a second counter); ``h``
   has two buffers, read at step t and written for step t + 1. A thread that finds the tasks
@@ -117,10 +117,12 @@ def gate_order(hidden: int, bounds: np.ndarray, gates: int = 4) -> np.ndarray:
     return np.concatenate(order) if order else np.zeros(0, np.int64)
 
 
-def permuted(entries, bounds, dtype, gates: int = 4):
-    """(w_ih.T of every direction, columns permuted (D, in, G*H); w_hh.T likewise (D, H, G*H); the
-    biases permuted (D*G*H): b_ih + b_hh, except that gru's (``gates == 3``) n gate keeps b_in
-    alone; gru's b_hn (D*H, zeros for lstm)): computed once for constant weights."""
+def permuted(entries, bounds, dtype, gates: int = 4, packed: bool = False):
+    """(w_ih.T of every direction, columns permuted, each direction's flat (D, in*G*H); w_hh.T
+    likewise (D, H*G*H); the biases permuted (D*G*H): b_ih + b_hh, except that gru's (``gates ==
+    3``) n gate keeps b_in alone; gru's b_hn (D*H, zeros for lstm)): computed once for constant
+    weights. ``packed``: each direction's weights laid out by ``_small_gemm.pack`` (blocks of 16
+    columns one after another), for its packed function."""
     arrays = [a for e in entries for a in e]
 
     def make():
@@ -129,7 +131,9 @@ def permuted(entries, bounds, dtype, gates: int = 4):
         width = gates * hidden
 
         def stacked_t(index):
-            return np.ascontiguousarray(np.stack([np.asarray(e[index], dtype)[order].T for e in entries]))
+            parts = [np.asarray(e[index], dtype)[order].T for e in entries]
+            laid = [_small_gemm.pack(part) if packed else np.ascontiguousarray(part).reshape(-1) for part in parts]
+            return np.stack(laid)
         bias = np.zeros(len(entries) * width, dtype)
         bias_hn = np.zeros(len(entries) * hidden if gates == 3 else 0, dtype)
         for d, (_, _, b_ih, b_hh) in enumerate(entries):
@@ -142,7 +146,7 @@ def permuted(entries, bounds, dtype, gates: int = 4):
                     b_hh = np.concatenate([b_hh[:2 * hidden], np.zeros(hidden, dtype)])
                 bias[d * width:(d + 1) * width] += b_hh[order]
         return stacked_t(0), stacked_t(1), bias, bias_hn
-    return _permuted.get(arrays, (tuple(bounds), np.dtype(dtype).str, gates), make)
+    return _permuted.get(arrays, (tuple(bounds), np.dtype(dtype).str, gates, packed), make)
 
 
 @inline
@@ -175,17 +179,26 @@ def gru_update(gx, gh, b_part, bn_part, h_row, y_row, units):
         y_row[j] = n_gate + z_gate * (h_row[j] - n_gate)
 
 
+@inline
+def weights_from(packed, w_ih, w_hh, d, first, inputs, hidden):
+    """Where direction ``d``'s weights for the gate columns from ``first`` start, for ``x_t`` and
+    ``h``: column ``first`` of row 0 as ``permuted`` lays them out, or (``packed``) its block of 16."""
+    if packed:
+        return w_hh[d, first * hidden:], w_ih[d, first * inputs:]
+    return w_hh[d, first:], w_ih[d, first:]
+
+
 @jit(exact=True)
-def _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
+def _task(task, blas, wide, packed, counters, flags, bounds, x, w_ih, w_hh, bias, bias_hn, h, c, y, seq_len,
           time_stride, batch_stride, gates_scratch, x_scratch, c_scratch, y_scratch):
     """Compute ``task`` into the scratch arrays, then, if no other thread has, claim it, write its
     ``h``, ``y`` (and lstm's ``c``) and count it done. Whichever thread claims first writes: a task
     reads only what the steps before it left, so a thread that computes it late throws its copy
     away. lstm has 4 gates (``c`` its cell state), gru 3 (``c`` unused)."""
-    directions, hidden, width = w_hh_t.shape
+    directions, batch, hidden = h.shape[1], h.shape[2], h.shape[3]
+    width = bias.size // directions
     gates_per_unit = width // hidden
-    inputs = w_ih_t.shape[1]
-    batch = h.shape[2]
+    inputs = x.shape[1]
     parts = bounds.size - 1
     per_step = directions * parts
     step = task // per_step
@@ -201,13 +214,13 @@ def _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bi
     gates = gates_scratch[:batch * cols].reshape(batch, cols)
     new_y = y_scratch[:batch * units].reshape(batch, units)
     source = h[step % 2, d]
-    gemm(blas, wide, batch, cols, hidden, source, hidden, w_hh_t[d, :, first:], width, 0.0, gates, cols)
+    from_h, from_x_w = weights_from(packed, w_ih, w_hh, d, first, inputs, hidden)
+    gemm(blas, wide, batch, cols, hidden, source, hidden, from_h, width, 0.0, gates, cols)
     b_part = bias[d * width + first:d * width + first + cols]
     if gates_per_unit == 4:
         new_c = c_scratch[:batch * units].reshape(batch, units)
         if inputs:
-            gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, w_ih_t[d, :, first:], width, 1.0,
-                 gates, cols)
+            gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, from_x_w, width, 1.0, gates, cols)
         for n in range(batch):
             g_row = gates[n]
             # simple loops, each over few arrays, so that every one vectorizes (see lstm's _step)
@@ -217,8 +230,7 @@ def _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bi
     else:
         from_x = x_scratch[:batch * cols].reshape(batch, cols)
         if inputs:
-            gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, w_ih_t[d, :, first:], width, 0.0,
-                 from_x, cols)
+            gemm(blas, wide, batch, cols, inputs, x[t * time_stride:], x_stride, from_x_w, width, 0.0, from_x, cols)
         else:
             from_x[:] = 0
         bn_part = bias_hn[d * hidden + lo:d * hidden + hi]
@@ -237,14 +249,15 @@ def _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bi
 
 
 @jit(exact=True)
-def _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
+def _worker(blas, wide, packed, yield_fn, counters, flags, bounds, x, w_ih, w_hh, bias, bias_hn, h, c, y, seq_len,
             time_stride, batch_stride):
     """Take tasks until none is left. ``x`` (rows, in) and ``y`` (rows, D*H) are indexed by row
     ``t * time_stride + n * batch_stride``; ``h`` (2, D, N, H): step t reads ``h[t % 2]`` and
     writes ``h[(t + 1) % 2]``; lstm's ``c`` (D, N, H); direction 1 runs backwards in time;
-    ``flags`` (one per task, zeros) say which tasks are done."""
-    directions, hidden, width = w_hh_t.shape
-    batch = h.shape[2]
+    ``flags`` (one per task, zeros) say which tasks are done; the weights as ``permuted`` gives them
+    (``packed``: as ``_small_gemm.pack`` lays them out)."""
+    directions, batch, hidden = h.shape[1], h.shape[2], h.shape[3]
+    width = bias.size // directions
     parts = bounds.size - 1
     per_step = directions * parts
     widest = 0
@@ -274,41 +287,41 @@ def _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bi
                 first = (done // per_step) * per_step
                 for other in range(first, min(first + per_step, task)):
                     if atomic_load(flags, other) == 0:
-                        _task(other, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y,
-                              seq_len, time_stride, batch_stride, gates_scratch, x_scratch, c_scratch, y_scratch)
+                        _task(other, blas, wide, packed, counters, flags, bounds, x, w_ih, w_hh, bias, bias_hn, h, c,
+                              y, seq_len, time_stride, batch_stride, gates_scratch, x_scratch, c_scratch, y_scratch)
                         if yield_fn != 0:
                             help_after = SPINS   # once late, a thread stays likely to be late: help sooner
                         break
                 waited = 0
         if atomic_load(flags, task) != 0:   # another thread ran it while this one had lost its core
             continue
-        _task(task, blas, wide, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
+        _task(task, blas, wide, packed, counters, flags, bounds, x, w_ih, w_hh, bias, bias_hn, h, c, y, seq_len,
               time_stride, batch_stride, gates_scratch, x_scratch, c_scratch, y_scratch)
 
 
 @jit(parallel=True)
-def _parallel(workers, blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y,
-              seq_len, time_stride, batch_stride):
+def _parallel(workers, blas, wide, packed, yield_fn, counters, flags, bounds, x, w_ih, w_hh, bias, bias_hn, h, c,
+              y, seq_len, time_stride, batch_stride):
     """``_worker`` ``workers`` times, over numba's threads (see the module docstring): at least as
     many as the launch's threads, so that each runs one. (Not ``numba.get_num_threads()``: a
     function calling it cannot be cached on disk.)"""
     for _ in prange(workers):
-        _worker(blas, wide, yield_fn, counters, flags, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
-                time_stride, batch_stride)
+        _worker(blas, wide, packed, yield_fn, counters, flags, bounds, x, w_ih, w_hh, bias, bias_hn, h, c, y,
+                seq_len, time_stride, batch_stride)
 
 
 @jit(exact=True)
-def _lane(lane, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len, time_stride,
+def _lane(lane, chunks, blas, wide, packed, bounds, x, w_ih, w_hh, bias, bias_hn, h, c, y, seq_len, time_stride,
           batch_stride):
     """Every step of one lane: direction ``lane // chunks`` for its share ``lane % chunks`` of the
     batch rows, part after part of hidden units per step. ``h`` (2, D, N, H): step ``step`` reads
     ``h[step % 2]`` and writes ``h[(step + 1) % 2]`` (a later part of the step still reads the old
     state); lstm's ``c`` (D, N, H); ``x`` (rows, in) and ``y`` (rows, D*H) are indexed by row
     ``t * time_stride + n * batch_stride``, ``t`` the step's time (direction 1 runs backwards)."""
-    hidden, width = w_hh_t.shape[1], w_hh_t.shape[2]
+    directions, batch, hidden = h.shape[1], h.shape[2], h.shape[3]
+    width = bias.size // directions
     gates_per_unit = width // hidden
-    inputs = w_ih_t.shape[1]
-    batch = h.shape[2]
+    inputs = x.shape[1]
     d = lane // chunks
     k = lane - d * chunks
     lo = k * batch // chunks
@@ -336,19 +349,19 @@ def _lane(lane, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h,
             cols = gates_per_unit * units
             first = gates_per_unit * u_lo
             gates = gates_scratch[:rows * cols].reshape(rows, cols)
-            gemm(blas, wide, rows, cols, hidden, source, hidden, w_hh_t[d, :, first:], width, 0.0, gates, cols)
+            from_h, from_x_w = weights_from(packed, w_ih, w_hh, d, first, inputs, hidden)
+            gemm(blas, wide, rows, cols, hidden, source, hidden, from_h, width, 0.0, gates, cols)
             b_part = bias[d * width + first:d * width + first + cols]
             new_c = c_scratch[:units]
             new_y = y_scratch[:units]
             if gates_per_unit == 4:
                 if inputs:
-                    gemm(blas, wide, rows, cols, inputs, x[first_row:], x_stride, w_ih_t[d, :, first:], width, 1.0,
-                         gates, cols)
+                    gemm(blas, wide, rows, cols, inputs, x[first_row:], x_stride, from_x_w, width, 1.0, gates, cols)
             else:
                 from_x = x_scratch[:rows * cols].reshape(rows, cols)
                 if inputs:
-                    gemm(blas, wide, rows, cols, inputs, x[first_row:], x_stride, w_ih_t[d, :, first:], width, 0.0,
-                         from_x, cols)
+                    gemm(blas, wide, rows, cols, inputs, x[first_row:], x_stride, from_x_w, width, 0.0, from_x,
+                         cols)
                 else:
                     from_x[:] = 0
                 bn_part = bias_hn[d * hidden + u_lo:d * hidden + u_hi]
@@ -368,24 +381,24 @@ def _lane(lane, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h,
 
 
 @jit(exact=True)
-def _lane_worker(counter, lanes, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
+def _lane_worker(counter, lanes, chunks, blas, wide, packed, bounds, x, w_ih, w_hh, bias, bias_hn, h, c, y, seq_len,
                  time_stride, batch_stride):
     """Take lanes from ``counter`` (one int64, zero) until none is left."""
     while True:
         lane = atomic_add(counter, 0, 1)
         if lane >= lanes:
             return
-        _lane(lane, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len, time_stride,
+        _lane(lane, chunks, blas, wide, packed, bounds, x, w_ih, w_hh, bias, bias_hn, h, c, y, seq_len, time_stride,
               batch_stride)
 
 
 @jit(parallel=True)
-def _by_lanes(workers, counter, lanes, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y,
+def _by_lanes(workers, counter, lanes, chunks, blas, wide, packed, bounds, x, w_ih, w_hh, bias, bias_hn, h, c, y,
               seq_len, time_stride, batch_stride):
     """``_lane_worker`` ``workers`` times, over numba's threads, as ``_parallel`` runs ``_worker``."""
     for _ in prange(workers):
-        _lane_worker(counter, lanes, chunks, blas, wide, bounds, x, w_ih_t, w_hh_t, bias, bias_hn, h, c, y, seq_len,
-                     time_stride, batch_stride)
+        _lane_worker(counter, lanes, chunks, blas, wide, packed, bounds, x, w_ih, w_hh, bias, bias_hn, h, c, y,
+                     seq_len, time_stride, batch_stride)
 
 
 def available(dtype) -> bool:
@@ -405,18 +418,24 @@ def arguments(dtype):
 
 
 def gemm_for(dtype, bounds, gates: int) -> tuple:
-    """(address, whether its integers are 64-bit) of the product function a layer's loop calls:
-    ``_small_gemm``'s for f32 on a CPU without AVX-512 where every part's columns (``gates`` per
-    hidden unit) are whole blocks of 16, else numpy's OpenBLAS. (``_small_gemm`` makes columns
-    past the last whole block one at a time: 4x100 by 100x132 took longer than OpenBLAS's.)"""
+    """(address, whether its integers are 64-bit, whether it reads the weights packed) of the
+    product function a layer's loop calls: ``_small_gemm``'s packed one for f32 on a CPU without
+    AVX-512 where every part's columns (``gates`` per hidden unit) are whole blocks of 16, else
+    numpy's OpenBLAS. (``_small_gemm`` makes columns past the last whole block one at a time: 4x100
+    by 100x132 took longer than OpenBLAS's.) Kept per dtype, parts and gates."""
+    return _gemm_choice(np.dtype(dtype), tuple(int(b) for b in bounds), gates)
+
+
+@functools.lru_cache(maxsize=64)
+def _gemm_choice(dtype: np.dtype, bounds: tuple, gates: int) -> tuple:
     blas, wide, _ = arguments(dtype)
-    if np.dtype(dtype) == np.float32 and _small_gemm.wanted():
+    if dtype == np.float32 and _small_gemm.wanted():
         widths = gates * np.diff(np.asarray(bounds))
         if not np.any(widths % _small_gemm.BLOCK_COLS):
-            small = _small_gemm.address()
+            small = _small_gemm.address(packed=True)
             if small is not None:
-                return small, True
-    return blas, wide
+                return small, True, True
+    return blas, wide, False
 
 
 def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
@@ -425,7 +444,8 @@ def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
     ``y_rows`` (rows, D*H) written in the caller's layout (``shape.row_strides``)."""
     hidden, seq_len, batch, dirs = shape.hidden_size, shape.seq_len, shape.batch, len(entries)
     bounds = bounds_for(hidden, parts_for(hidden, available_cores()))
-    w_ih_t, w_hh_t, bias, bias_hn = permuted(entries, bounds, dtype, gates)
+    blas, wide, packed = gemm_for(dtype, bounds, gates)
+    w_ih, w_hh, bias, bias_hn = permuted(entries, bounds, dtype, gates, packed)
     if layer_input is y_rows:   # a layer after the first: its steps overwrite the rows they read
         layer_input = y_rows.copy()
     source = np.ascontiguousarray(_to_f32(layer_input) if dtype == dt.float32 else layer_input)
@@ -434,7 +454,6 @@ def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
     cells = c if c is not None else np.zeros((1, 1, 1), dtype)
     work = seq_len * batch * dirs * gates * hidden * (hidden + source.shape[1])   # multiply-adds
     busy = work * dtype.itemsize if work >= _gemm.PARALLEL_WORK else 0
-    blas, wide = gemm_for(dtype, bounds, gates)
     yield_fn = arguments(dtype)[2]
     cores = available_cores()
     chunks = chunks_for(batch, dirs, cores)
@@ -444,11 +463,11 @@ def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
     with one_thread() if busy else contextlib.nullcontext():
         if chunks:
             launch(_by_lanes, busy, min(cores, dirs * chunks), np.zeros(1, np.int64), dirs * chunks, chunks, blas,
-                   wide, bounds, source, w_ih_t, w_hh_t, bias, bias_hn, states, cells, y_rows, seq_len,
+                   wide, packed, bounds, source, w_ih, w_hh, bias, bias_hn, states, cells, y_rows, seq_len,
                    *shape.row_strides)
         else:
             per_step = dirs * (bounds.size - 1)   # tasks: more threads than this would only wait
             counters, flags = np.zeros(2, np.int64), np.zeros(seq_len * per_step, np.int64)
-            launch(_parallel, busy, min(cores, per_step), blas, wide, yield_fn, counters, flags, bounds, source,
-                   w_ih_t, w_hh_t, bias, bias_hn, states, cells, y_rows, seq_len, *shape.row_strides)
+            launch(_parallel, busy, min(cores, per_step), blas, wide, packed, yield_fn, counters, flags, bounds,
+                   source, w_ih, w_hh, bias, bias_hn, states, cells, y_rows, seq_len, *shape.row_strides)
     h[...] = states[seq_len % 2]
