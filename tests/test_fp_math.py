@@ -148,12 +148,37 @@ def test_allow_ops_round_inputs_and_accumulate_in_f32(mode, compute, caplog):
 
 def test_linear_and_lstm_follow_the_mode_too():
     w = RNG.standard_normal((8, 40)).astype(np.float32)
-    with polyeng.fp_math_mode("bf16"):
+    with polyeng.fp_math_mode("bf16"), polyeng.compute_eng("basic", fallback=False):
         out = polyeng.linear(A, w)
         assert polyeng.explain("lstm", A[None], [(RNG.standard_normal((8, 40)).astype(np.float32),
                                                   RNG.standard_normal((8, 2)).astype(np.float32), None, None)]
                                ).compute_type == "bf16"
     np.testing.assert_allclose(out, _round(A, "bf16") @ _round(w, "bf16").T, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["bf16", "f16", "tf32", "any"])
+def test_numba_computes_allow_ops_in_f32_under_every_mode(mode):
+    """Rounding f32 inputs first would leave NUMBA's arithmetic f32 all the same (slower and less
+    accurate, for nothing), and every mode allows f32: its ALLOW kernels give strict f32's bits."""
+    if not any(e.name == "numba" and e.available for e in polyeng.engines()):
+        pytest.skip("numba is unavailable")
+    rng = np.random.default_rng(21)
+    x, w = rng.standard_normal((6, 16)).astype(np.float32), rng.standard_normal((12, 16)).astype(np.float32)
+    params = [(rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal((8, 2)).astype(np.float32),
+               None, None)]
+    calls = {"matmul": (x, w.T), "linear": (x, w), "lstm": (x[:, None], params)}
+    for op, args in calls.items():
+        with polyeng.compute_eng("numba", fallback=False):
+            strict = getattr(polyeng, op)(*args)
+            with polyeng.fp_math_mode(mode):
+                decision = polyeng.explain(op, *args)
+                hinted = getattr(polyeng, op)(*args)
+        assert (decision.engine, decision.fp_math_mode, decision.compute_type) == ("numba", mode, "f32"), op
+        for a, b in zip(np.asarray(strict if op != "lstm" else strict[0]).ravel(),
+                        np.asarray(hinted if op != "lstm" else hinted[0]).ravel()):
+            assert a.tobytes() == b.tobytes(), op
+    with polyeng.compute_eng("numba", fallback=False), polyeng.fp_math_mode(mode):   # integer work: its own type
+        assert polyeng.explain("matmul", (x * 9).astype(np.int8), (w.T * 9).astype(np.int8)).compute_type == "s8"
 
 
 FOLLOW_CALLS = [
