@@ -163,9 +163,24 @@ def test_products_openblas_keeps_serial_set_nothing(fake, a, b):
     assert fake.sets == []
 
 
+def _loop_products(monkeypatch, engine, own):
+    """NUMBA's recurrent loop on OpenBLAS's products (``own`` False: ``_small_gemm`` not wanted) or
+    on ``_small_gemm``'s (skipped where this CPU does not take them)."""
+    if engine != "numba":
+        return
+    from polyeng.backends.numba import _recurrence_loop, _small_gemm
+    if own and not _small_gemm.wanted():
+        pytest.skip("the loop makes its own products only on CPUs with AVX2 and FMA and without AVX-512")
+    if not own:
+        monkeypatch.setattr(_small_gemm, "wanted", lambda: False)
+    _recurrence_loop._gemm_choice.cache_clear()   # the choice is kept per dtype, parts and gates
+    monkeypatch.setattr(_recurrence_loop, "_gemm_choice", _recurrence_loop._gemm_choice.__wrapped__)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("batch", [8, 1])   # batch 1: every product has a single row
 def test_lstm_runs_its_small_products_on_one_thread(fake, monkeypatch, engine, batch):
+    _loop_products(monkeypatch, engine, own=False)
     rng = np.random.default_rng(0)
     hidden = 128
     x = rng.standard_normal((16, batch, 64)).astype(np.float32)
@@ -180,6 +195,24 @@ def test_lstm_runs_its_small_products_on_one_thread(fake, monkeypatch, engine, b
     assert set(seen) <= {1}   # NUMBA's products go through np.matmul; BASIC's through `@`
     if expected is not None:
         np.testing.assert_allclose(y, expected[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("batch", [8, 1])
+def test_an_lstm_loop_on_its_own_products_leaves_openblas_count_alone(fake, monkeypatch, batch):
+    """It calls no OpenBLAS: setting the count and back would only start OpenBLAS's threads."""
+    if "numba" not in ENGINES:
+        pytest.skip("numba is unavailable")
+    _loop_products(monkeypatch, "numba", own=True)
+    rng = np.random.default_rng(0)
+    hidden = 128   # 4 parts of 32 units: whole blocks of 16 gate columns
+    x = rng.standard_normal((16, batch, 64)).astype(np.float32)
+    params = [tuple((rng.standard_normal(s) * 0.1).astype(np.float32)
+                    for s in ((4 * hidden, 64), (4 * hidden, hidden), (4 * hidden,), (4 * hidden,)))]
+    expected = run("basic", "lstm", x, params)
+    fake.sets.clear()
+    y, _ = run("numba", "lstm", x, params)
+    assert fake.sets == [] and fake.threads == 4
+    np.testing.assert_allclose(y, expected[0], rtol=1e-5, atol=1e-6)
 
 
 def test_overlapping_small_calls_restore_the_count_once(fake):

@@ -459,8 +459,9 @@ def run_layer(layer_input, entries, h, c, y_rows, dtype, shape, gates: int):
     chunks = chunks_for(batch, dirs, cores)
     # OpenBLAS on the calling thread while numba's threads call it. A loop of less work runs on
     # one thread, and each of its products is within OpenBLAS's own serial limit (``_SERIAL_GEMM``
-    # is ``PARALLEL_WORK``): setting the count and back would only start OpenBLAS's threads.
-    with one_thread() if busy else contextlib.nullcontext():
+    # is ``PARALLEL_WORK``): setting the count and back would only start OpenBLAS's threads. A
+    # loop on ``_small_gemm``'s products (``packed``) calls no OpenBLAS at all.
+    with one_thread() if busy and not packed else contextlib.nullcontext():
         if chunks:
             launch(_by_lanes, busy, min(cores, dirs * chunks), np.zeros(1, np.int64), dirs * chunks, chunks, blas,
                    wide, packed, bounds, source, w_ih, w_hh, bias, bias_hn, states, cells, y_rows, seq_len,
