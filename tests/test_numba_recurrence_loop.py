@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import polyeng
-from polyeng.backends.numba import _gemm, _recurrence_loop, _runtime, _small_gemm
+from polyeng.backends.numba import _gemm, _loop_parts, _recurrence_loop, _runtime, _small_gemm
 from polyeng.engine.threads import available_cores
 from support import assert_close_tree, numba_threads
 
@@ -92,7 +92,7 @@ def forced(monkeypatch):
         with numba_threads(state["threads"]):
             return kernel(*args)
     monkeypatch.setattr(_recurrence_loop, "launch", launch)
-    monkeypatch.setattr(_recurrence_loop, "UNITS_PER_PART", 4)
+    monkeypatch.setattr(_loop_parts, "UNITS_PER_PART", 4)
     monkeypatch.setattr(_gemm, "PARALLEL_WORK", 0)
     _runtime.start_pool()
     return ran, state

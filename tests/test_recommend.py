@@ -80,18 +80,31 @@ def _recurrent_args(gates, steps, batch, inputs, hidden):
                                                 placeholder(rows), placeholder(rows))]
 
 
-@pytest.mark.parametrize("vendor, engine", [("GenuineIntel", "onednn"), ("AuthenticAMD", "numba"), ("", "numba")])
-def test_lstm_goes_to_onednn_from_the_crossover_measured_on_its_makers_cpu(monkeypatch, vendor, engine):
-    """2^16 elements on an Intel CPU, 2^21 elsewhere (``ops/lstm.py`` has the measurements)."""
+@pytest.mark.parametrize("vendor", ["GenuineIntel", "AuthenticAMD", ""])
+@pytest.mark.parametrize("own", [False, True], ids=["openblas-products", "own-products"])
+def test_lstm_goes_to_onednn_from_the_crossover_measured_on_its_makers_cpu(monkeypatch, vendor, own):
+    """f32 data: 2^16 elements on an Intel CPU, 2^17 elsewhere, but NUMBA at every size where its loop
+    makes its own products (a CPU with AVX2 and no AVX-512, parts of whole 16-column blocks); other
+    data: 2^16 on an Intel CPU, 2^21 elsewhere (``ops/lstm.py`` has the measurements)."""
+    from polyeng.backends.numba import _small_gemm
     from polyeng.backends.onednn import _fpmath
     monkeypatch.setattr(_fpmath, "cpu_vendor", lambda: vendor)
+    monkeypatch.setattr(_small_gemm, "wanted", lambda: own)
     onednn = {e.name: e for e in polyeng.engines()}["onednn"].available
-    x, params = _recurrent_args(4, 64, 8, 64, 128)   # 2^17 elements and 1024 (biases)
-    assert polyeng.explain("lstm", x, params).engine == (engine if onednn else "numba")
-    x, params = _recurrent_args(4, 16, 1, 16, 32)    # 6,912 elements
-    assert polyeng.explain("lstm", x, params).engine == "numba"
-    x, params = _recurrent_args(4, 256, 64, 256, 256)   # 2^22 and more: ONEDNN on every CPU
-    assert polyeng.explain("lstm", x, params).engine == ("onednn" if onednn else "numba")
+
+    def engine(*shape, dtype=np.float32):
+        x, params = _recurrent_args(4, *shape)
+        if dtype != np.float32:
+            x, params = x.astype(dtype), [tuple(a.astype(dtype) for a in params[0])]
+        return polyeng.explain("lstm", x, params).engine
+    large = "numba" if own or not onednn else "onednn"
+    assert engine(64, 8, 64, 128) == large   # 2^17 elements and 1024 (biases)
+    assert engine(16, 1, 16, 32) == "numba"   # 6,912 elements
+    assert engine(256, 64, 256, 256) == large   # 2^22 and more
+    assert engine(64, 8, 64, 100) == ("onednn" if onednn and vendor == "GenuineIntel" else "numba")   # 2^16.6
+    assert engine(64, 8, 128, 200) == ("onednn" if onednn else "numba")   # 2^18.3: parts of 50 units
+    sixteen_bit = "onednn" if onednn and vendor == "GenuineIntel" else "numba"
+    assert engine(64, 8, 64, 128, dtype=polyeng.bfloat16) == sixteen_bit   # 2^17: 16-bit data from 2^21 elsewhere
 
 
 @pytest.mark.parametrize("vendor, engine", [("GenuineIntel", "onednn"), ("AuthenticAMD", "numba"), ("", "numba")])

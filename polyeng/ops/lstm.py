@@ -5,6 +5,8 @@ and the states are ``_recurrent``'s, shared with gru.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..engine.mixed_precision import Category
 from ..engine.call import Prepared
 from .catalogue import OpSpec
@@ -59,20 +61,45 @@ def _warmup(t, rng):
     return [((x[:, :1], params[:1]), {})]
 
 
+_F32_BY_VENDOR = _recommend.at_least_by_vendor({"GenuineIntel": 1 << 16}, 1 << 17)
+_BY_VENDOR = _recommend.at_least_by_vendor({"GenuineIntel": 1 << 16}, 1 << 21)
+
+
+def _own_products(call) -> bool:
+    """Whether NUMBA's loop makes this call's step products with ``_small_gemm``'s packed function
+    (f32 data on a CPU with AVX2 and FMA and no AVX-512, parts of whole blocks of 16 gate columns)."""
+    from ..backends.numba._loop_parts import own_products
+    from ..engine.threads import available_cores
+    return own_products(call.storage_dtype, call.prepared.geometry.hidden_size, GATES, available_cores())
+
+
+def _onednn_from(call) -> bool:
+    if call.storage_dtype != np.float32:
+        return _BY_VENDOR(call)
+    return _F32_BY_VENDOR(call) and not _own_products(call)
+
+
+_onednn_from.__doc__ = (f"for f32 data {_F32_BY_VENDOR.__doc__}, but not where numba's loop makes its own "
+                        f"products; for other data {_BY_VENDOR.__doc__}")
+
+
 SPEC = OpSpec(
     name="lstm",
     function=lstm,
     validate=_validate,
     category=Category.ALLOW,
     prepare=_prepare,
-    # NUMBA's fused step; ONEDNN from 2**21 elements (input, weights and states) on an AMD EPYC with
-    # 2 cores, where it ran 0.14x NUMBA's speed at 2**11, 0.73x at 2**16, 1.04x at 2**20, 1.18x at
-    # 2**21; from 2**16 on an Intel Xeon with AMX (2 cores), where it ran 0.53x at 2**12.7,
-    # 0.78-1.17x at 2**14.7, 0.98x at 2**15.6, 0.95-1.11x at 2**17, 1.25-1.46x at 2**16.6 (batch
-    # 1), 1.14-2.23x from 2**17 to 2**19 (OpenBLAS's small products, NUMBA's steps, run about 2x
-    # slower there)
-    recommend=_recommend.onednn_if(_recommend.at_least_by_vendor({"GenuineIntel": 1 << 16}, 1 << 21),
-                                   _recommend.jit_from(0)),
+    # NUMBA's loop; ONEDNN from 2**16 elements (input, weights and states) on an Intel Xeon with AMX
+    # (2 cores), where it ran 0.53x NUMBA at 2**12.7, 0.78-1.17x at 2**14.7, 0.98x at 2**15.6,
+    # 0.95-1.11x at 2**17, 1.25-1.46x at 2**16.6 (batch 1), 1.14-2.23x from 2**17 to 2**19
+    # (OpenBLAS's small products, NUMBA's steps, run about 2x slower there). Elsewhere, f32 data
+    # from 2**17 but never where NUMBA's loop makes its products with its own packed function
+    # (``_own_products``). On an AMD EPYC with 2 cores, ONEDNN against NUMBA's loop with its own
+    # products: 0.46-1.00x NUMBA's speed from 2**14.8 to 2**22 (2**22: 0.83x); with OpenBLAS's
+    # (parts of other widths): 0.77x at 2**16.3, 0.90x at 2**16.6, 1.35x at 2**17.3, 1.21x at
+    # 2**18.3, 1.29-1.53x at 2**19, 1.41x at 2**20, 1.23x at 2**22. Other data from 2**21 (measured
+    # with OpenBLAS's products: 0.14x NUMBA's speed at 2**11, 0.73x at 2**16, 1.04x at 2**20, 1.18x at 2**21)
+    recommend=_recommend.onednn_if(_onednn_from, _recommend.jit_from(0)),
     preference=_recommend.PREFERENCE,
     chunking="recurrent", example=_example, zero_size=_zero_size, tolerance=64, warmup=_warmup,
 )

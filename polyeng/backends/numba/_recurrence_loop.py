@@ -74,22 +74,18 @@ from ...engine.threads import available_cores
 from .._blas_threads import one_thread
 from .._constant import Derived
 from . import _gemm, _small_gemm
+from ._loop_parts import bounds_for, parts_for, whole_blocks
 from ._f32_path import _to_f32
 from ._mathfn import sigmoid_fast as sigmoid, tanh_fast as tanh
 from ._native_calls import atomic_add, atomic_claim, atomic_load, call_int, gemm, gemm_address, yield_address
 from ._runtime import inline, jit, launch
 
-UNITS_PER_PART = 32   # hidden units per part: four gates of 32 keep a part's product efficient
 SPINS = 64            # checks of the step counter before a waiting thread yields between checks
 HELP_AFTER = 256      # checks (most of them after a yield) before it runs a late task itself
 TAKEN, DONE = 0, 1    # the counters
 LANE_ROWS = 4         # the fewest batch rows of a lane: with fewer, each lane's products read all the weights
 
 _permuted = Derived(limit=64)
-
-
-def parts_for(hidden: int, cores: int) -> int:
-    return max(1, min(hidden // UNITS_PER_PART, 4 * cores))
 
 
 def chunks_for(batch: int, directions: int, cores: int) -> int:
@@ -99,13 +95,6 @@ def chunks_for(batch: int, directions: int, cores: int) -> int:
     share each step among every core."""
     chunks = max(1, min(-(-cores // directions), batch // LANE_ROWS))
     return chunks if directions * chunks >= max(cores, 2) else 0
-
-
-@functools.lru_cache(maxsize=64)
-def bounds_for(hidden: int, parts: int) -> np.ndarray:
-    """The parts' first hidden units, and ``hidden`` last (kept: the same array for every call of a
-    layer's shape; the loops only read it)."""
-    return np.array([p * hidden // parts for p in range(parts + 1)], np.int64)
 
 
 def gate_order(hidden: int, bounds: np.ndarray, gates: int = 4) -> np.ndarray:
@@ -429,12 +418,10 @@ def gemm_for(dtype, bounds, gates: int) -> tuple:
 @functools.lru_cache(maxsize=64)
 def _gemm_choice(dtype: np.dtype, bounds: tuple, gates: int) -> tuple:
     blas, wide, _ = arguments(dtype)
-    if dtype == np.float32 and _small_gemm.wanted():
-        widths = gates * np.diff(np.asarray(bounds))
-        if not np.any(widths % _small_gemm.BLOCK_COLS):
-            small = _small_gemm.address(packed=True)
-            if small is not None:
-                return small, True, True
+    if dtype == np.float32 and _small_gemm.wanted() and whole_blocks(bounds, gates):
+        small = _small_gemm.address(packed=True)
+        if small is not None:
+            return small, True, True
     return blas, wide, False
 
 
