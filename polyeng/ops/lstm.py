@@ -68,9 +68,10 @@ _BY_VENDOR = _recommend.at_least_by_vendor({"GenuineIntel": 1 << 16}, 1 << 21)
 def _own_products(call) -> bool:
     """Whether NUMBA's loop makes this call's step products with ``_small_gemm``'s packed function
     (f32 data on a CPU with AVX2 and FMA and no AVX-512, parts of whole blocks of 16 gate columns)."""
-    from ..backends.numba._loop_parts import own_products
+    from ..backends.numba._loop_parts import bounds_for, own_products, parts_for
     from ..engine.threads import available_cores
-    return own_products(call.storage_dtype, call.prepared.geometry.hidden_size, GATES, available_cores())
+    hidden = call.prepared.geometry.hidden_size
+    return own_products(call.storage_dtype, bounds_for(hidden, parts_for(hidden, available_cores())), GATES)
 
 
 def _onednn_from(call) -> bool:

@@ -29,11 +29,9 @@ def whole_blocks(bounds, gates: int) -> bool:
     return not np.any(gates * np.diff(np.asarray(bounds)) % _small_gemm.BLOCK_COLS)
 
 
-def own_products(dtype, hidden: int, gates: int, cores: int) -> bool:
-    """Whether the loop makes the step products of a layer of ``hidden`` units computing in
-    ``dtype`` with ``_small_gemm``'s function: f32 on a CPU that wants it (AVX2 and FMA, no
-    AVX-512), every part whole blocks of 16 columns."""
+def own_products(dtype, bounds, gates: int) -> bool:
+    """Whether the loop makes the step products of a layer cut at ``bounds`` computing in ``dtype``
+    with ``_small_gemm``'s function: f32 on a CPU that wants it (AVX2 and FMA, no AVX-512), every
+    part whole blocks of 16 columns (``_recurrence_loop.gemm_for`` and lstm's recommendation)."""
     from . import _small_gemm
-    if np.dtype(dtype) != np.float32 or not _small_gemm.wanted():
-        return False
-    return whole_blocks(bounds_for(hidden, parts_for(hidden, cores)), gates)
+    return np.dtype(dtype) == np.float32 and _small_gemm.wanted() and whole_blocks(bounds, gates)

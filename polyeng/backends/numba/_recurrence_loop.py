@@ -74,7 +74,7 @@ from ...engine.threads import available_cores
 from .._blas_threads import one_thread
 from .._constant import Derived
 from . import _gemm, _small_gemm
-from ._loop_parts import bounds_for, parts_for, whole_blocks
+from ._loop_parts import bounds_for, own_products, parts_for
 from ._f32_path import _to_f32
 from ._mathfn import sigmoid_fast as sigmoid, tanh_fast as tanh
 from ._native_calls import atomic_add, atomic_claim, atomic_load, call_int, gemm, gemm_address, yield_address
@@ -418,7 +418,7 @@ def gemm_for(dtype, bounds, gates: int) -> tuple:
 @functools.lru_cache(maxsize=64)
 def _gemm_choice(dtype: np.dtype, bounds: tuple, gates: int) -> tuple:
     blas, wide, _ = arguments(dtype)
-    if dtype == np.float32 and _small_gemm.wanted() and whole_blocks(bounds, gates):
+    if own_products(dtype, bounds, gates):
         small = _small_gemm.address(packed=True)
         if small is not None:
             return small, True, True
