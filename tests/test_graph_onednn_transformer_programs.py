@@ -159,8 +159,17 @@ def gpt2_like_mlp(x, mask, approximate="tanh", also_read=False, returned=None):
     return (y, polyeng.mul(h, SCALE)) if also_read else y
 
 
+@pytest.fixture(params=[False, True], ids=["fast_tanh", "tanh_gathers"])
+def gathers(request, monkeypatch):
+    """Both kinds of CPU: where oneDNN's tanh is fast (AVX-512), and where it gathers (AVX2), so
+    that the tanh form of GELU is a logistic step of its own (``segment_plain.tanh_gathers``)."""
+    from polyeng.backends.onednn import segment_plain
+    monkeypatch.setattr(segment_plain, "tanh_gathers", lambda: request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("approximate", ["tanh", "none"])
-def test_a_gelu_after_a_reshape_of_a_linear_is_its_post_op(approximate):
+def test_a_gelu_after_a_reshape_of_a_linear_is_its_post_op(approximate, gathers):
     fn = lambda x, mask: gpt2_like_mlp(x, mask, approximate)   # noqa: E731
     got, taken, want, g = _runs(fn, X, _mask())
     assert taken
@@ -169,15 +178,52 @@ def test_a_gelu_after_a_reshape_of_a_linear_is_its_post_op(approximate):
     program = _whole_program(g)
     gelu = next(s for s in steps if s.node.op == "gelu")
     view = steps[[s.node.op for s in steps].index("gelu") - 1]
+    if approximate == "tanh" and gathers:   # x logistic(2u): one binary primitive of its own
+        assert gelu.single not in program.alias and len(program.calls) == 3
+        assert _logistic_gelus(program) == 1
+        return
     assert program.alias[gelu.single] == view.single   # the GELU's value is the view's bytes
     assert len(program.calls) == 2   # the two linears, the GELU the first one's post-op
+
+
+def _logistic_gelus(program) -> int:
+    """The program's calls that are a binary x * x with the tanh GELU's five post-ops."""
+    from polyeng.backends.onednn import _constants as C
+    last = C.ARG_ATTR_MULTIPLE_POST_OP_BASE * 5 | C.ARG_SRC_1
+    return sum(1 for _, args, _ in program.calls if last in args and C.ARG_SRC_1 in args)
+
+
+def test_the_tanh_gelu_as_a_logistic_matches_the_nodes_at_every_magnitude(gathers):
+    """x logistic(2u) against the nodes' 0.5 x (1 + tanh(u)) over 1e-30 to 1e30 of either sign and
+    zero (x * x overflows from 1.9e19): within 2e-5 of the nodes' where their 1 + tanh(u) does not
+    cancel (|x| < 3), of the function itself everywhere, and no NaN. The program runs it."""
+    mags = np.concatenate([[0.0], np.geomspace(1e-30, 1e30, 191)]).astype(np.float32)
+    x = np.concatenate([mags, -mags]).reshape(-1, D)   # 12 rows
+
+    def fn(x):   # three nodes, so that they make a program (``MIN_NODES``)
+        h = polyeng.gelu(polyeng.linear(x, np.eye(D, dtype=np.float32)), approximate="tanh")
+        return polyeng.linear(h, np.eye(D, dtype=np.float32))
+    g = fuse(trace(fn, x))
+    g(x)
+    with programs_taken() as taken:
+        got = g(x)
+    assert taken and all(taken)
+    want = fuse(trace(fn, x), disable="onednn_programs")(x)
+    assert not np.isnan(got).any()
+    if gathers:   # the logistic has no cancellation: within 2e-5 of the function everywhere
+        exact = x.astype(np.float64) / (1 + np.exp(-GELU_TANH * (x + 0.044715 * x.astype(np.float64) ** 3)))
+        np.testing.assert_allclose(got, exact, rtol=2e-5, atol=1e-37)
+    np.testing.assert_allclose(want[np.abs(x) < 3], got[np.abs(x) < 3], rtol=2e-5, atol=1e-37)
+
+
+GELU_TANH = 2 * np.sqrt(2 / np.pi)
 
 
 @pytest.mark.parametrize("returned, calls", [("gelu", 2), ("view", 3)])
 def test_a_gelu_after_a_reshape_may_be_an_output_the_reshape_may_not(returned, calls):
     """The GELU's value is the view's bytes, so it may be returned; a returned view must keep the
     linear's own values: then the GELU is a primitive of its own."""
-    fn = lambda x, mask: gpt2_like_mlp(x, mask, returned=returned)   # noqa: E731
+    fn = lambda x, mask: gpt2_like_mlp(x, mask, approximate="none", returned=returned)   # noqa: E731
     got, taken, want, g = _runs(fn, X, _mask())
     assert taken
     close(got, want)
@@ -185,8 +231,9 @@ def test_a_gelu_after_a_reshape_may_be_an_output_the_reshape_may_not(returned, c
     assert len(program.calls) == calls
 
 
-def test_a_reshaped_linear_read_by_another_node_keeps_its_gelu_a_step():
-    fn = lambda x, mask: gpt2_like_mlp(x, mask, also_read=True)   # noqa: E731
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+def test_a_reshaped_linear_read_by_another_node_keeps_its_gelu_a_step(approximate, gathers):
+    fn = lambda x, mask: gpt2_like_mlp(x, mask, approximate, also_read=True)   # noqa: E731
     got, taken, want, g = _runs(fn, X, _mask())
     assert taken
     close(got, want)
