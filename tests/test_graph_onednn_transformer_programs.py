@@ -11,6 +11,7 @@ import pytest
 
 import polyeng
 from polyeng.amp import to_mixed_precision
+from polyeng.backends.onednn import _constants as C
 from polyeng.backends.onednn._fpmath import cpu_flags
 from polyeng.engine import dtypes as dt
 from polyeng.graph import fuse, trace
@@ -266,11 +267,23 @@ def scans(request, monkeypatch):
     return request.param
 
 
-def test_masks_with_masked_places_run_in_the_program_and_a_row_masked_whole_does_not(scans):
+@pytest.fixture(params=[False, True], ids=["mask_post_op", "products_by_gemm"])
+def by_gemm(request, monkeypatch):
+    """Both kinds of CPU: where a softmax's mask is the post-op of the scores' product, and where
+    the product is gemm-based and the softmax's step adds it (``segment_plain.products_by_gemm``)."""
+    from polyeng.backends.onednn import segment_plain
+    monkeypatch.setattr(segment_plain, "products_by_gemm", lambda: request.param)
+    return request.param
+
+
+def test_masks_with_masked_places_run_in_the_program_and_a_row_masked_whole_does_not(scans, by_gemm):
     for value in (MIN, -np.inf):   # the lowest number, or -inf, in some places of each row
-        got, taken, want, _ = _runs(bert_like, X, _mask(value), planned_on=(X, _mask()))
+        got, taken, want, g = _runs(bert_like, X, _mask(value), planned_on=(X, _mask()))
         assert taken
         close(got, want)
+        program = _whole_program(g)
+        adds = [args for _, args, _ in program.calls if C.ARG_SRC_1 in args and len(args) == 3]
+        assert (len(program.masked), len(adds)) == ((0, 1) if by_gemm else (1, 0))   # a binary add of its own
     m = _mask(-np.inf)
     m[0, ..., :] = -np.inf   # a row masked whole: NaN, which nan_fill makes 0
     got, taken, want, _ = _runs(bert_like, X, m, planned_on=(X, _mask()))

@@ -21,7 +21,9 @@ reads: the GELU's value is then the view's bytes), a mul by a scalar (oneDNN's l
 alpha * v + -0, which keeps -0), a div by a scalar constant of no zero, an add of a value made
 before the product (a residual), and the mask add of a fused_softmax reading it. Each rounds as the node does (f32
 only). GELU's tanh form is a post-op only where oneDNN's tanh is fast (AVX-512); elsewhere it is
-a step of its own that computes it as x logistic(2u) (``tanh_gathers``).
+a step of its own that computes it as x logistic(2u) (``tanh_gathers``). A softmax's mask is the
+post-op of the product of its scores only where that product is not gemm-based
+(``products_by_gemm``).
 
 The bound of each value (see ``segment.py``): a linear's as a convolution's (input bound x the
 largest sum of absolute weights into one output + the bias's); a product of two values the
@@ -165,6 +167,17 @@ def tanh_gathers() -> bool:
     AVX-512, where it has no in-register table look-up). On an AVX2 AMD EPYC its GELU (tanh form)
     took 6.4 ns an element (a 128x32 by 32x128 product 20 us, with the GELU as post-op 95 us),
     against 0.9 ns for the same GELU as a logistic (``_gelu_as_logistic``)."""
+    from ._fpmath import cpu_flags
+    return "avx512f" not in cpu_flags()
+
+
+def products_by_gemm() -> bool:
+    """Whether oneDNN makes f32 products with its gemm-based matmul here (``gemm:jit:f32``: CPUs
+    without AVX-512, where oneDNN 3.2 has no brgemm matmul for f32), which applies a binary post-op
+    element by element after the product. On an AVX2 AMD EPYC an attention's scores (8x2x128x16
+    by 8x2x16x128) took 195 us, 451 us with the mask's add as their post-op, and the add as a
+    primitive of its own about 50 us more: there the mask is added by the softmax's step
+    (``_softmax``)."""
     from ._fpmath import cpu_flags
     return "avx512f" not in cpu_flags()
 
@@ -389,7 +402,7 @@ def chain(p, s, i, steps, constants) -> list:
                 and _shape_of(p, other(r)) == r.shape:
             items.append(r)
         elif r.op == "fused_softmax" and two_values and r.reads.get("x") == out and r.reads.get("mask") is not None \
-                and ready(r.reads["mask"]) and r.shape == s.shape:
+                and ready(r.reads["mask"]) and r.shape == s.shape and not products_by_gemm():
             items.append(r)
             break
         elif not items and not two_values and _gelu_after_view(p, r):
