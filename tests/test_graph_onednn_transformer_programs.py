@@ -220,6 +220,24 @@ def test_the_tanh_gelu_as_a_logistic_matches_the_nodes_at_every_magnitude(gather
 GELU_TANH = 2 * np.sqrt(2 / np.pi)
 
 
+def test_a_tanh_gelu_whose_logistic_form_onednn_turns_down_is_its_eltwise(monkeypatch):
+    """Where oneDNN has no binary with those post-ops for the storage (bf16 on an AVX2 CPU), the
+    step is oneDNN's GELU (tanh form) as before: the program still builds and matches."""
+    from polyeng.backends.onednn import segment_plain
+    from polyeng.backends.onednn._lib import OneDNNError
+
+    def refused(*args):
+        raise OneDNNError("dnnl_binary_primitive_desc_create", C.UNIMPLEMENTED)
+    monkeypatch.setattr(segment_plain, "tanh_gathers", lambda: True)
+    monkeypatch.setattr(segment_plain, "_gelu_as_logistic", refused)
+    fn = lambda x, mask: gpt2_like_mlp(x, mask, "tanh")   # noqa: E731
+    got, taken, want, g = _runs(fn, X, _mask())
+    assert taken
+    close(got, want)
+    program = _whole_program(g)
+    assert len(program.calls) == 3 and _logistic_gelus(program) == 0
+
+
 @pytest.mark.parametrize("returned, calls", [("gelu", 2), ("view", 3)])
 def test_a_gelu_after_a_reshape_may_be_an_output_the_reshape_may_not(returned, calls):
     """The GELU's value is the view's bytes, so it may be returned; a returned view must keep the

@@ -49,6 +49,7 @@ import ml_dtypes
 import numpy as np
 
 from . import _constants as C
+from ._lib import OneDNNError
 from ._primitive import Attr, Primitive, aligned_empty, c_strides, desc, desc_any, reorder
 
 GELU = {"none": C.ELTWISE_GELU_ERF, "tanh": C.ELTWISE_GELU_TANH}
@@ -287,9 +288,15 @@ def build(p, s, after, constants):
         x = s.reads["x"]
         source = plain(p, x)
         _, alg, alpha, beta = _gelu(s)
+        prim = None
         if alg == C.ELTWISE_GELU_TANH and tanh_gathers():
-            prim, args = _gelu_as_logistic(p, s, source)
-        else:
+            try:
+                prim, args = _gelu_as_logistic(p, s, source)
+            except OneDNNError:   # no binary with these post-ops for this storage (bf16 without AVX-512)
+                prim = None
+            if prim is not None and prim.impl.startswith("ref"):
+                prim = None
+        if prim is None:
             md = desc(s.shape, s.dtype)
             prim = Primitive("dnnl_eltwise_forward_primitive_desc_create", C.FORWARD_INFERENCE, alg, md.handle,
                              md.handle, alpha, beta, None, keep=(md,))
