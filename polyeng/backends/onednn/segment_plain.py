@@ -178,7 +178,8 @@ def products_by_gemm() -> bool:
     element by element after the product. On an AVX2 AMD EPYC an attention's scores (8x2x128x16
     by 8x2x16x128) took 195 us, 451 us with the mask's add as their post-op, and the add as a
     primitive of its own about 50 us more: there the mask is added by the softmax's step
-    (``_softmax``)."""
+    (``_softmax``). The other post-ops stay: taking none at all on such CPUs changed the
+    transformers' runs by less than the machine's noise."""
     from ._fpmath import cpu_flags
     return "avx512f" not in cpu_flags()
 
@@ -199,14 +200,20 @@ def _gelu_as_logistic(p, s, source):
     times 2 sqrt(2 / pi), logistic, times x: x logistic(2u), the same function without a tanh
     (``tanh_gathers``). It has no cancellation where tanh(u) is near -1, and for every finite x
     no NaN: where x * x overflows, the logistic is 1 or 0 and the result x or -0, as the
-    function's limits are."""
+    function's limits are. (primitive, arguments), or (None, None) where oneDNN has no fast binary
+    with these post-ops for the storage (bf16 without AVX-512 answers unimplemented)."""
     md = desc(s.shape, s.dtype)
     post = [("eltwise", C.ELTWISE_LINEAR, 0.044715, 1.0), ("binary", C.BINARY_MUL, md),
             ("eltwise", C.ELTWISE_LINEAR, GELU_TANH_SCALE, 0.0), ("eltwise", C.ELTWISE_LOGISTIC, 0.0, 0.0),
             ("binary", C.BINARY_MUL, md)]
     attr = Attr("f32", post)
-    prim = Primitive("dnnl_binary_primitive_desc_create", C.BINARY_MUL, md.handle, md.handle, md.handle,
-                     attr.handle, keep=(md, attr))
+    try:
+        prim = Primitive("dnnl_binary_primitive_desc_create", C.BINARY_MUL, md.handle, md.handle, md.handle,
+                         attr.handle, keep=(md, attr))
+    except OneDNNError:
+        return None, None
+    if prim.impl.startswith("ref"):
+        return None, None
     x = p._arg(source)
     args = {C.ARG_SRC: x, C.ARG_SRC_1: x}
     for index, op in enumerate(post):
@@ -288,14 +295,8 @@ def build(p, s, after, constants):
         x = s.reads["x"]
         source = plain(p, x)
         _, alg, alpha, beta = _gelu(s)
-        prim = None
-        if alg == C.ELTWISE_GELU_TANH and tanh_gathers():
-            try:
-                prim, args = _gelu_as_logistic(p, s, source)
-            except OneDNNError:   # no binary with these post-ops for this storage (bf16 without AVX-512)
-                prim = None
-            if prim is not None and prim.impl.startswith("ref"):
-                prim = None
+        prim, args = _gelu_as_logistic(p, s, source) if alg == C.ELTWISE_GELU_TANH and tanh_gathers() \
+            else (None, None)
         if prim is None:
             md = desc(s.shape, s.dtype)
             prim = Primitive("dnnl_eltwise_forward_primitive_desc_create", C.FORWARD_INFERENCE, alg, md.handle,
