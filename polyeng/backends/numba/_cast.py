@@ -27,6 +27,7 @@ from ._storage import (
     f32_to_bf16_bits,
     f32_to_f16_bits,
     kernel_view,
+    read_only,
     widen,
 )
 
@@ -118,5 +119,5 @@ def converted(x, dtype):
             x = x.view(np.uint8)
     src = kernel_view(np.ascontiguousarray(x)).reshape(-1)
     chunks = min(-(-x.size // _CHUNK), 4 * threads_for(out.nbytes))
-    launch(_cast, out.nbytes, src, kernel_view(out).reshape(-1), chunks)
+    launch(_cast, out.nbytes, read_only(src), kernel_view(out).reshape(-1), chunks)
     return out

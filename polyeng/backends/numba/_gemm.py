@@ -21,7 +21,7 @@ from . import _bf16_dot
 from ._cast import _cast, converted
 from ._gemv import gemv
 from ._runtime import _SERIAL_BYTES, launch
-from ._storage import kernel_view
+from ._storage import kernel_view, read_only
 
 NATIVE_MIN = 65536          # weight elements from which the weight is read as stored
 GEMV_ROWS = 4               # at most this many rows: the register-widening kernel
@@ -86,5 +86,5 @@ def _tiles(xf, w, y):
             part = tile[:min(rows, n - j)]
             # widened on this thread: a parallel JIT launch between threaded BLAS calls waits
             # for OpenBLAS's spinning threads (680 ms instead of 18 for K=512, N=10000, M=128)
-            launch(_cast, 0, kernel_view(w[j:j + rows]).reshape(-1), part.reshape(-1), 1)
+            launch(_cast, 0, read_only(kernel_view(w[j:j + rows]).reshape(-1)), part.reshape(-1), 1)
             np.matmul(xf, part.T, out=y[:, j:j + rows])

@@ -11,7 +11,7 @@ import numpy as np
 from numba import get_num_threads, prange
 
 from ._runtime import jit
-from ._storage import widen
+from ._storage import read_only, widen
 
 
 @jit(parallel=True)
@@ -33,4 +33,4 @@ def _gemv(x, w, out, tasks):
 def gemv(x, w, out):
     """``out`` (M, N) f32 = ``x`` (M, K) f32 @ ``w.T``, ``w`` (N, K) through ``kernel_view``; one
     task per thread (numba's count for this call, see ``_runtime.launch``)."""
-    _gemv(x, w, out, max(1, min(get_num_threads(), w.shape[0])))
+    _gemv(read_only(x), read_only(w), out, max(1, min(get_num_threads(), w.shape[0])))

@@ -28,6 +28,17 @@ def kernel_view(a: np.ndarray) -> np.ndarray:
     return a if view is None else a.view(view)
 
 
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` as a kernel's input: a read-only view (``a`` itself where it is read-only already).
+    numba compiles a kernel once per array type, and writability is part of it: a model's weights
+    (read-only) and the same call's arrays from a user (writable) would compile it twice."""
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 # -- bit casts -----------------------------------------------------------------
 @intrinsic
 def f16_bits_to_f32(typingctx, bits):

@@ -20,7 +20,7 @@ from numba.extending import overload, register_jitable
 from . import _mathfn as mathfn
 from ._runtime import jit, launch, threads_for
 from ._mathfn import _bits_f64 as bits_f64, _f64_bits as f64_bits
-from ._storage import compute_dtype, kernel_view, narrow, widen
+from ._storage import compute_dtype, kernel_view, narrow, read_only, widen
 
 _CHUNK = 16384   # elements per parallel task: enough work to hide a task's start
 
@@ -50,7 +50,7 @@ def gelu(p, x, approximate):
     tanh_form = approximate == "tanh"
     scale = real(math.sqrt(2.0 / math.pi)) if tanh_form else real(1 / math.sqrt(2.0))
     chunks = min(-(-x.size // _CHUNK), 4 * threads_for(out.nbytes))
-    launch(_gelu, out.nbytes, kernel_view(np.ascontiguousarray(x)).reshape(-1), kernel_view(out).reshape(-1),
+    launch(_gelu, out.nbytes, read_only(kernel_view(np.ascontiguousarray(x)).reshape(-1)), kernel_view(out).reshape(-1),
            tanh_form, chunks, real(0.5), real(1), real(0.044715), scale)
     return out
 

@@ -7,7 +7,7 @@ from numba import prange
 
 from ...ops.batch_norm import affine, compute_dtype
 from ._runtime import jit, launch
-from ._storage import kernel_view, narrow, widen
+from ._storage import kernel_view, narrow, read_only, widen
 
 
 @jit(parallel=True)
@@ -29,5 +29,5 @@ def batch_norm(p, x, running_mean, running_var, weight, bias, eps):
     scale, shift = affine(running_mean, running_var, weight, bias, eps, compute_dtype(x.dtype))
     planes = x.shape[0] * x.shape[1]
     src = kernel_view(np.ascontiguousarray(x)).reshape(planes, -1)
-    launch(_batch_norm, out.nbytes, src, scale, shift, kernel_view(out).reshape(planes, -1))
+    launch(_batch_norm, out.nbytes, read_only(src), scale, shift, kernel_view(out).reshape(planes, -1))
     return out

@@ -22,6 +22,7 @@ from .._conv_numpy import im2col_conv, pointwise
 from . import _winograd_chunks
 from ._conv_winograd import TRANSFORMS, by_planes
 from ._runtime import inline, jit
+from ._storage import read_only
 
 # 3x3 unit-stride depthwise convolutions of outputs at least this wide sum each row's 9 taps in
 # one loop over the row; others (5x5, strided, narrow) go channels last, a loop over all channels
@@ -214,7 +215,8 @@ def _conv(p, x, weight, bias):
     else:
         out = np.empty((g.batch, g.out_channels) + g.out, compute)
         has_bias = bias is not None
-        b = bias if has_bias else np.zeros(1, compute)
+        x, weight = read_only(x), read_only(weight)
+        b = read_only(bias if has_bias else np.zeros(1, compute))
         if depthwise_by_rows(g):
             by_planes(_depthwise_rows, _depthwise_rows_parallel, out.nbytes, g.batch * g.out_channels,
                       x, weight, b, has_bias, out, g.group_out, dh, dw, top, left)

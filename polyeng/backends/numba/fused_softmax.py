@@ -17,6 +17,7 @@ from numba import prange
 from .. import _fused
 from . import arithmetic, logical, select, softmax
 from ._runtime import jit, launch, threads_for
+from ._storage import read_only
 from .softmax import _exp_nonpos, _maxnum
 
 _composed = _fused.composed_softmax(arithmetic, softmax, logical, select)
@@ -89,6 +90,7 @@ def fused_softmax(p, x, mask, axis, nan_fill):
     chunks = min(rows, 4 * threads)
     scratch = np.empty((chunks, n), x.dtype)
     fill = x.dtype.type(0 if nan_fill is None else nan_fill)
-    launch(_masked_rows, out.nbytes, src, dense, index, out.reshape(rows, n), scratch, fill, mask is not None,
+    launch(_masked_rows, out.nbytes, read_only(src), read_only(dense), read_only(index), out.reshape(rows, n),
+           scratch, fill, mask is not None,
            nan_fill is not None)
     return out

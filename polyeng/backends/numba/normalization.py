@@ -13,7 +13,7 @@ import numpy as np
 from numba import prange
 
 from ._runtime import jit, launch
-from ._storage import compute_dtype, kernel_view, narrow, widen
+from ._storage import compute_dtype, kernel_view, narrow, read_only, widen
 
 
 @jit(parallel=True)
@@ -48,6 +48,7 @@ def layer_norm(p, x, normalized_shape, weight, bias, eps):
     b = np.full(features, -0.0, compute) if bias is None else np.ascontiguousarray(bias, compute).reshape(features)
     out = np.empty(x.shape, x.dtype)
     src = kernel_view(np.ascontiguousarray(x)).reshape(-1, features)
-    launch(_layer_norm, out.nbytes, src, w, b, compute.type(eps), compute.type(features),
+    launch(_layer_norm, out.nbytes, read_only(src), read_only(w), read_only(b), compute.type(eps),
+           compute.type(features),
            kernel_view(out).reshape(-1, features))
     return out

@@ -20,7 +20,7 @@ from numba.extending import intrinsic
 
 from ...engine import dtypes as dt
 from ._runtime import FASTMATH, inline, jit, launch
-from ._storage import compute_dtype, kernel_view, narrow, widen
+from ._storage import compute_dtype, kernel_view, narrow, read_only, widen
 
 # The row loops are ordinary functions called from a small parallel loop (numba's parfor
 # passes slow down a lot on large loop bodies). They are compiled with the kernels' preset
@@ -280,7 +280,7 @@ def max_pool2d(p, x, kernel_size, stride, padding, dilation, ceil_mode, return_i
         first = p.first_index.reshape(out_shape[1:]) if return_indices else _NO_FIRST
         dilation = ((1,) + g.dilation)[-3:]
         row = (g.kernel[-1], g.stride[-1], g.padding[-1], g.dilation[-1], dilation[0], dilation[1], lo, hi)
-        launch(_max_kernel, out.nbytes, view, _view(out).reshape(out_shape),
+        launch(_max_kernel, out.nbytes, read_only(view), _view(out).reshape(out_shape),
                index.reshape(out_shape) if return_indices else index, first, return_indices, lowest,
                min(out_shape[0] * out_shape[1] * out_shape[2], _CHUNKS), p.tap_ranges, row)
     return (out, index) if return_indices else out
@@ -293,7 +293,7 @@ def avg_pool2d(p, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
         view, out_shape, lo, hi = _as_3d(x, p)
         rows = out_shape[0] * out_shape[1] * out_shape[2]
         scratch = np.empty((min(rows, _CHUNKS), 2, g.out[-1]), dtype=compute_dtype(x.dtype))
-        launch(_avg_kernel, out.nbytes, view, kernel_view(out).reshape(out_shape), scratch,
+        launch(_avg_kernel, out.nbytes, read_only(view), kernel_view(out).reshape(out_shape), scratch,
                p.divisor.reshape(out_shape[1:]), p.tap_ranges, (g.kernel[-1], g.stride[-1], g.padding[-1], lo, hi))
     return out
 

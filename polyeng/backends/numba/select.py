@@ -14,6 +14,7 @@ from numba import prange
 
 from ._broadcast import element_strides, merged_layout
 from ._runtime import jit, launch
+from ._storage import read_only
 
 _BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _TASK_ELEMENTS = 32 * 1024
@@ -93,7 +94,7 @@ def select(p, cond, then, else_, auto_broadcast):
                 np.ascontiguousarray(else_.astype(dtype, copy=False)).view(bits)]
     merged_shape, strides = merged_layout(shape, [element_strides(a, shape) for a in operands])
     length = merged_shape[-1]
-    launch(_select, out.nbytes, operands[0].reshape(-1), operands[1].reshape(-1), operands[2].reshape(-1),
+    launch(_select, out.nbytes, *(read_only(a.reshape(-1)) for a in operands),
            out.view(bits).reshape(-1), np.array(merged_shape, np.int64), np.array(strides, np.int64),
            max(1, _TASK_ELEMENTS // length))
     return out

@@ -25,7 +25,7 @@ from numba.extending import intrinsic, overload, register_jitable
 
 from ._mathfn import exp_nonpositive_f32
 from ._runtime import jit, launch, threads_for
-from ._storage import bits_f32, compute_dtype, f32_bits, kernel_view, narrow, widen
+from ._storage import bits_f32, compute_dtype, f32_bits, kernel_view, narrow, read_only, widen
 
 _BLOCK_ELEMENTS = 2048   # inner lanes x n: the working set of one inner>1 task, kept in L1
 
@@ -236,7 +236,7 @@ def _run(x, axis, log):
     inner = math.prod(shape[axis + 1:])
     outer = x.size // (n * inner)
     out = np.empty(shape, x.dtype)
-    src = kernel_view(np.ascontiguousarray(x))
+    src = read_only(kernel_view(np.ascontiguousarray(x)))
     dst = kernel_view(out)
     threads = threads_for(out.nbytes)
     if inner == 1:

@@ -1,0 +1,63 @@
+"""NUMBA compiles a kernel once per array type, and an array's writability is part of its type.
+A model's weights are read-only while a user's arrays usually are not: each op hands its kernels
+read-only views of its inputs, so a read-only call and a writable one run one compiled kernel."""
+import numpy as np
+import pytest
+
+import polyeng
+from polyeng.engine import dtypes as dt
+
+pytestmark = pytest.mark.skipif("numba" not in {e.name for e in polyeng.engines() if e.available},
+                                reason="numba is unavailable")
+
+
+def _read_only(a):
+    a = np.array(a)
+    a.flags.writeable = False
+    return a
+
+
+def _cases(rng):
+    from polyeng.backends.numba import (_cast, _gemv, activation, batch_norm, conv, fused_softmax, normalization,
+                                        pooling, select, softmax)
+    x = rng.standard_normal((2, 3, 9, 40)).astype(np.float32)
+    return {
+        "cast": (_cast._cast, "cast", (x,), {"dtype": dt.bfloat16}),
+        # f16: bf16 by bf16 takes vdpbf16ps where the CPU has it
+        "linear 16-bit weight (gemv)": (_gemv._gemv, "linear", (rng.standard_normal((2, 256)).astype(np.float16),
+                                                               rng.standard_normal((256, 256)).astype(np.float16)),
+                                        {}),
+        "depthwise conv2d": (conv._depthwise_rows, "conv2d", (rng.standard_normal((1, 3, 40, 40)).astype(np.float32),
+                                                              rng.standard_normal((3, 1, 3, 3)).astype(np.float32),
+                                                              rng.standard_normal(3).astype(np.float32)),
+                             {"padding": 1, "groups": 3}),
+        "fused_softmax": (fused_softmax._masked_rows, "fused_softmax", (x, rng.standard_normal((1, 1, 1, 40))
+                                                                        .astype(np.float32)), {}),
+        "layer_norm": (normalization._layer_norm, "layer_norm", (x, (40,), rng.standard_normal(40).astype(np.float32),
+                                                                 rng.standard_normal(40).astype(np.float32)), {}),
+        "softmax": (softmax._rows, "softmax", (x,), {"axis": -1}),
+        "gelu": (activation._gelu, "gelu", (x,), {}),
+        "batch_norm": (batch_norm._batch_norm, "batch_norm", (x, *(rng.random(3).astype(np.float32) + 0.5
+                                                                    for _ in range(4))), {}),
+        "max_pool2d": (pooling._max_kernel, "max_pool2d", (x, 2), {}),
+        "avg_pool2d": (pooling._avg_kernel, "avg_pool2d", (x, 2), {}),
+        "select": (select._select, "select", (x > 0, x, rng.standard_normal(40).astype(np.float32)), {}),
+    }
+
+
+@pytest.mark.parametrize("case", ["cast", "linear 16-bit weight (gemv)", "depthwise conv2d", "fused_softmax",
+                                  "layer_norm", "softmax", "gelu", "batch_norm", "max_pool2d", "avg_pool2d",
+                                  "select"])
+def test_read_only_and_writable_inputs_run_one_compiled_kernel(case):
+    from polyeng.backends.numba import _gemm
+    kernel, op, args, kwargs = _cases(np.random.default_rng(0))[case]
+    # the linear case's weight is read as stored, by the register-widening kernel
+    assert _gemm.GEMV_ROWS >= 2 and _gemm.NATIVE_MIN <= 256 * 256
+    with polyeng.compute_eng("numba", fallback=False):
+        writable = getattr(polyeng, op)(*args, **kwargs)
+        compiled = set(kernel.signatures)
+        assert compiled, f"{case}: {kernel.py_func.__name__} did not run"
+        read_only = getattr(polyeng, op)(*[_read_only(a) if isinstance(a, np.ndarray) else a for a in args],
+                                         **kwargs)
+    assert set(kernel.signatures) == compiled, f"{case}: a read-only call compiled {kernel.py_func.__name__} again"
+    np.testing.assert_array_equal(np.asarray(read_only, np.float32), np.asarray(writable, np.float32))
