@@ -38,7 +38,7 @@ def _traced():
 
 def test_fusions_are_listed_in_order():
     assert list(fusions()) == ["common_subexpressions", "conv_residual", "conv_activation", "masked_softmax",
-                              "onednn_programs"]
+                              "batch_first_unbind", "onednn_programs"]
     assert all(isinstance(text, str) for text in fusions().values())
     assert all("fused_conv" in fusions()[name] for name in ("conv_residual", "conv_activation"))
 

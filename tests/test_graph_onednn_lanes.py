@@ -543,3 +543,24 @@ def test_the_lanes_first_calls_are_not_timed(lanes):
     trial = lanes.trials._trials[(id(program), 2)]
     assert trial.best_one == trial.best_budget == float("inf") and not trial.chosen
     assert lanes.taken and set(lanes.taken) == {2}   # the warm-up calls ran in the lanes
+
+
+@pytest.mark.parametrize("form", ["slice", "split", "gather"])
+def test_an_attention_unbinding_qkv_runs_in_lanes(lanes, monkeypatch, form):
+    """timm's ViT permutes qkv to (3, B, H, N, D) and unbinds the 3: with the batch first again
+    (the ``batch_first_unbind`` rewrite) its program splits the batch; without it, it cannot."""
+    pytest.importorskip("onnxruntime")
+    from test_graph_batch_first import attention, _x
+    import polyeng.onnx
+    model, x = attention(form), _x(4)
+    g = polyeng.onnx.load(model)
+    g(x)
+    _choose(monkeypatch, lanes, True)
+    in_lanes = g(x)
+    assert lanes.taken == [2]
+    assert len(_program(g)._lanes[2]) == 2
+    unchanged = polyeng.onnx.load(model, disable_fusions="batch_first_unbind")
+    unchanged(x)
+    close([in_lanes], [unchanged(x)], 1e-6)
+    assert lanes.taken == [2], "the permutation putting the batch second ran in lanes"
+    assert len(_program(unchanged)._lanes[2]) == 1   # the batch does not split: one lane, the whole program

@@ -13,6 +13,9 @@ lists the names with what each does.
   or clip with number bounds) becomes ``fused_conv`` with that ``activation``.
 - ``masked_softmax`` (``fuse_softmax.py``): an attention's mask add, softmax and NaN guard become
   ``fused_softmax``.
+- ``batch_first_unbind`` (``batch_first.py``): a rewrite, not a fusion: qkv permuted to put the
+  batch second and unbound along its first dim is permuted with the batch first and unbound along
+  the second (a oneDNN program can then split the batch between threads).
 
 Before them, ``common_subexpressions`` (``common.py``) drops a node that repeats an earlier one.
 Last, ``onednn_programs`` (``segments.py``) marks the nodes a oneDNN program may hold; a planned
@@ -299,6 +302,7 @@ def conv_activation(nodes, context):
 
 
 from . import fuse_softmax  # noqa: E402,F401  (registers masked_softmax, after the convolution fusions)
+from . import batch_first  # noqa: E402,F401  (registers batch_first_unbind)
 from . import segments as _segments  # noqa: E402
 
 fusion(_segments.NAME, "f32 convolutions, activations, pooling, add/mul, image means and channel concats are "
