@@ -564,3 +564,51 @@ def test_an_attention_unbinding_qkv_runs_in_lanes(lanes, monkeypatch, form):
     close([in_lanes], [unchanged(x)], 1e-6)
     assert lanes.taken == [2], "the permutation putting the batch second ran in lanes"
     assert len(_program(unchanged)._lanes[2]) == 1   # the batch does not split: one lane, the whole program
+
+
+def _class_token_model(distinct_rows: bool, batch: int) -> bytes:
+    """(B, 4, 8) -> (B, 5, 8): a class token concatenated before the rows, then an add, a relu and a
+    product. The token is expanded to the batch from the input's shape (every image's row the
+    same: a host value the program reads as a constant), or, with ``distinct_rows``, a constant
+    of ``batch`` rows of its own."""
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal((1, 5, 8)).astype(np.float32), "pos"),
+             numpy_helper.from_array((rng.standard_normal((8, 8)) * 0.3).astype(np.float32), "w")]
+    if distinct_rows:
+        inits.append(numpy_helper.from_array(rng.standard_normal((batch, 1, 8)).astype(np.float32), "token"))
+        nodes = []
+    else:
+        inits += [numpy_helper.from_array(rng.standard_normal((1, 1, 8)).astype(np.float32), "cls"),
+                  numpy_helper.from_array(np.array([1, 8], np.int64), "rest"),
+                  numpy_helper.from_array(np.array([0], np.int64), "first")]
+        nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+                 helper.make_node("Gather", ["shape", "first"], ["b"], axis=0),
+                 helper.make_node("Concat", ["b", "rest"], ["to"], axis=0),
+                 helper.make_node("Expand", ["cls", "to"], ["token"])]
+    nodes += [helper.make_node("Concat", ["token", "x"], ["cat"], axis=1),
+              helper.make_node("Add", ["cat", "pos"], ["added"]),
+              helper.make_node("Relu", ["added"], ["r"]),
+              helper.make_node("MatMul", ["r", "w"], ["y"])]
+    graph = helper.make_graph(nodes, "token", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 5, 8])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+@pytest.mark.parametrize("distinct_rows", [False, True])
+def test_a_constant_the_same_in_every_image_is_cut_to_each_lane_and_others_are_turned_down(lanes, monkeypatch,
+                                                                                         distinct_rows):
+    """A ViT's class token, expanded to the batch, is the same in every image: each lane reads its
+    own images' part of it. A constant whose images differ keeps the program whole."""
+    ort = pytest.importorskip("onnxruntime")
+    import polyeng.onnx
+    x = RNG.standard_normal((5, 4, 8)).astype(np.float32)
+    model = _class_token_model(distinct_rows, 5)
+    g = polyeng.onnx.load(model)
+    g(x)
+    _choose(monkeypatch, lanes, True)
+    got = g(x)
+    assert len(_program(g)._lanes[2]) == (1 if distinct_rows else 2)
+    assert lanes.taken == ([] if distinct_rows else [2])
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    close([got], [want], 1e-6)

@@ -501,7 +501,8 @@ def _build(segment, program, recorded, readers, constants, kept, first, stop):
                          [built.final_shape.get(o, built.shape[o]) for o in outputs], built.shape, constants)
 
     def lane(size):
-        return segment.Program(lanes.lane_steps(steps, n, size, constants), inputs, outputs, constants,
+        return segment.Program(lanes.lane_steps(steps, n, size, constants), inputs, outputs,
+                               lanes.lane_constants(steps, n, size, constants),
                                {s: (size * m,) + tuple(shapes[s][0][1:]) if m else shapes[s][0]
                                 for s, m in zip(inputs, rows)}, compute, dtypes)
     built = lanes.Lanes(built, lane, max(n, 1), rows)

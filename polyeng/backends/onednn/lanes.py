@@ -21,7 +21,8 @@ first, or whole rows of each image there (a transformer's (batch x sequence, fea
 are broadcast along it (a first dim of 1, read whole by every lane, by add, mul and a softmax's
 mask only); when every value it makes has the batch's images, or their rows, first, and no step
 reads across them (a concat, softmax or layer norm along the batch, a permutation moving it, a
-product of 2-D values, a view of some images' rows, a constant with more than one image); when
+product of 2-D values, a view of some images' rows, a constant whose images differ: one the same
+in every image, a ViT's class token expanded to the batch, is cut to each lane's images); when
 the budget (``threads_now``: less while other processes keep cores busy) is at least 2; and when
 a program builds for each part. The results are written into the parts of one array per output,
 and are what the whole program gives, but for a convolution oneDNN computes in another order at
@@ -128,7 +129,8 @@ def lane_steps(steps, batch: int, size: int, constants=None) -> list:
     """``steps`` (of a program for a batch of ``batch``) for a batch of ``size``: the first dim of
     every value and a convolution's geometry's batch, the rest as it is (every op a program holds
     computes each image from that image alone). A step that reads a constant with a first dim of
-    the batch (which a lane would read from its start) is turned down."""
+    the batch is turned down unless every image of it is the same (``lane_constants`` then cuts it
+    to the lane's images)."""
     out = []
     for s in steps:
         rows, rest = divmod(s.shape[0], batch) if s.shape else (0, 1)   # rows of each image
@@ -150,6 +152,25 @@ def lane_steps(steps, batch: int, size: int, constants=None) -> list:
     return out
 
 
+def lane_constants(steps, batch: int, size: int, constants):
+    """``constants`` for a lane of ``size`` images of a program's ``steps`` for ``batch``: each one
+    read as data with the batch's images first (the same in every image: ``lane_steps`` turns down
+    the others) cut to the lane's images; the rest as they are."""
+    if not constants:
+        return constants
+    cut, other = {}, set()
+    for s in steps:
+        data = set(_data_reads(s))
+        for value in s.reads.values():
+            other.update(n for n in (value if isinstance(value, list) else [value]) if n in constants and n not in data)
+        for name in data:
+            c = constants.get(name)
+            if isinstance(c, np.ndarray) and s.shape and c.ndim == len(s.shape) and c.shape[0] != 1 \
+                    and c.shape[0] == s.shape[0]:
+                cut[name] = c[:s.shape[0] // batch * size]
+    return {**constants, **{name: c for name, c in cut.items() if name not in other}}
+
+
 # the arguments a step reads as data, whose first dim a lane would slice (not weights nor biases)
 DATA = frozenset({"x", "a", "b", "tensors", "mask", "residual"})
 
@@ -169,7 +190,11 @@ def _batch_like(s, c) -> bool:
         return False
     if s.op in ("view", "reshape"):   # a lane would read its bytes from the start, in the lane's shape
         return True
-    return c.ndim == len(s.shape) and c.shape[0] != 1   # not broadcast along the batch
+    if c.ndim != len(s.shape) or c.shape[0] == 1:   # broadcast along the batch
+        return False
+    # the same for every image (a ViT's class token expanded to the batch): what a lane reads from
+    # the start is its own images' part
+    return not (c.strides[0] == 0 or np.array_equal(c, np.broadcast_to(c[:1], c.shape)))
 
 
 def _mixes_the_batch(s) -> bool:
