@@ -12,6 +12,8 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+import polyeng  # noqa: E402
+import polyeng.graph  # noqa: E402
 import polyeng.onnx  # noqa: E402
 
 N, H, D = 5, 2, 4
@@ -105,3 +107,13 @@ def test_what_is_not_an_unbind_of_a_batch_second_permute_is_left_alone(case):
     got = graph(x)
     for g, w in zip(got if isinstance(got, (list, tuple)) else [got], want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_rewritten_graph_saves_and_loads(tmp_path, form):
+    graph = polyeng.onnx.load(attention(form))
+    graph.save(tmp_path / "g.json")
+    back = polyeng.graph.load(tmp_path / "g.json")
+    x = _x()
+    np.testing.assert_array_equal(polyeng.to_numpy(_first(back(x))), polyeng.to_numpy(_first(graph(x))))
+    assert _rewrites(back) == _rewrites(graph)
