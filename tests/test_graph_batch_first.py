@@ -117,3 +117,17 @@ def test_a_rewritten_graph_saves_and_loads(tmp_path, form):
     x = _x()
     np.testing.assert_array_equal(polyeng.to_numpy(_first(back(x))), polyeng.to_numpy(_first(graph(x))))
     assert _rewrites(back) == _rewrites(graph)
+
+
+def test_values_of_unknown_shape_are_left_alone():
+    """The loader gives a value whose shape it could not infer the shape (): no rewrite, no error."""
+    from polyeng.graph.batch_first import batch_first_unbind
+    from polyeng.graph.fusing import _Context
+    from polyeng.graph.ir import Node, Ref
+    f32 = np.dtype(np.float32)
+    nodes = [Node("t", "permute_contiguous", {"x": Ref("a"), "dims": (2, 0, 3, 1, 4)}, ["p"], 0, [(f32, ())]),
+             Node("g", "onnx.getitem", {"x": Ref("p"), "key": slice(0, 1, 1)}, ["q1"], 0, [(f32, ())]),
+             Node("s", "onnx.squeeze", {"x": Ref("q1"), "axes": (0,)}, ["q"], 0, [(f32, ())])]
+    types = {"a": (f32, ()), "p": (f32, ()), "q1": (f32, ()), "q": (f32, ())}
+    assert batch_first_unbind(nodes, _Context(nodes, types, {"q"}, {})) is nodes
+    assert types["p"] == (f32, ())

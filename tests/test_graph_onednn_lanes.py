@@ -612,3 +612,16 @@ def test_a_constant_the_same_in_every_image_is_cut_to_each_lane_and_others_are_t
     assert lanes.taken == ([] if distinct_rows else [2])
     want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     close([got], [want], 1e-6)
+
+
+def test_a_constant_whose_images_differ_only_in_the_sign_of_zero_is_not_cut():
+    from types import SimpleNamespace
+    from polyeng.backends.onednn.lanes import _batch_like
+    step = SimpleNamespace(op="add", shape=(2, 1, 8))
+    zeros = np.zeros((2, 1, 8), np.float32)
+    signed = zeros.copy()
+    signed[1] = -0.0
+    assert not _batch_like(step, zeros)                     # every image the same: cut to each lane
+    assert not _batch_like(step, np.broadcast_to(zeros[:1], zeros.shape))
+    assert _batch_like(step, signed)                        # image 1's -0.0 is not image 0's 0.0
+    assert _batch_like(step, RNG.standard_normal((2, 1, 8)).astype(np.float32))

@@ -11,7 +11,8 @@ second dim instead: each part is the same array (B, H, N, D), now a part of each
 applies to a ``permute_contiguous`` whose dims start with some ``d`` then 0 (the batch), whose
 every reader takes one index of its first dim (``onnx.getitem`` of one index, or of ``i:i+1``
 then ``onnx.squeeze`` of that dim; a ``split`` into parts of 1, each then squeezed), none of
-the values changed being a graph output.
+the values changed being a graph output nor of unknown shape. On OPENCL device tensors an index
+of dim 1 is taken on the host (their indexing takes leading dims only): a copy there and back.
 """
 from __future__ import annotations
 
@@ -39,10 +40,13 @@ def batch_first_unbind(nodes, context: _Context):
         out = node.outputs[0]
         if len(dims) < 3 or dims[0] == 0 or dims[1] != 0 or out in context.outputs:
             continue
-        plan = _unbinds(nodes, readers, context, out, len(dims))
-        if plan is None:
+        try:
+            plan = _unbinds(nodes, readers, context, out, len(dims))
+            if plan is None:
+                continue
+            plan[i] = _with(node, {"dims": (dims[1], dims[0]) + dims[2:]})
+        except _ShapeUnknown:   # a value whose shape the loader could not infer: left as it is
             continue
-        plan[i] = _with(node, {"dims": (dims[1], dims[0]) + dims[2:]})
         for j, made in plan.items():
             changed[j] = made
             context.types.update(zip(made.outputs, made.types))
@@ -51,7 +55,13 @@ def batch_first_unbind(nodes, context: _Context):
     return [changed.get(i, node) for i, node in enumerate(nodes)]
 
 
+class _ShapeUnknown(Exception):
+    pass
+
+
 def _swap(shape) -> tuple:
+    if shape is None or len(shape) < 2:
+        raise _ShapeUnknown
     shape = tuple(shape)
     return (shape[1], shape[0]) + shape[2:]
 

@@ -194,7 +194,11 @@ def _batch_like(s, c) -> bool:
         return False
     # the same for every image (a ViT's class token expanded to the batch): what a lane reads from
     # the start is its own images' part
-    return not (c.strides[0] == 0 or np.array_equal(c, np.broadcast_to(c[:1], c.shape)))
+    if c.strides[0] == 0:
+        return False
+    first = np.broadcast_to(c[:1], c.shape)
+    # equal values and signs: -0.0 == 0.0, and a lane reading image 0's zero would lose the sign
+    return not (np.array_equal(c, first) and np.array_equal(np.signbit(c), np.signbit(first)))
 
 
 def _mixes_the_batch(s) -> bool:
