@@ -17,9 +17,8 @@ of dim 1 is taken on the host (their indexing takes leading dims only): a copy t
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 
-from .fusing import _Context, fusion
+from .fusing import _Context, fusion, reader_indices
 from .ir import Ref
 
 NAME = "batch_first_unbind"
@@ -28,10 +27,7 @@ NAME = "batch_first_unbind"
 @fusion(NAME, "permute_contiguous putting the batch second whose readers unbind its first dim (an attention's "
               "q, k, v) -> the first two dims swapped, the second unbound")
 def batch_first_unbind(nodes, context: _Context):
-    readers = defaultdict(list)
-    for i, node in enumerate(nodes):
-        for name in set(node.inputs):
-            readers[name].append(i)
+    readers = reader_indices(nodes)
     changed: dict = {}   # index -> the node that takes its place
     for i, node in enumerate(nodes):
         if node.op != "permute_contiguous" or len(node.outputs) != 1 or type(node.args.get("x")) is not Ref:

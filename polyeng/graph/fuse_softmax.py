@@ -16,11 +16,9 @@ names the nodes it replaced.
 """
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 
-from .fusing import _Context, fusion
+from .fusing import _Context, fusion, reader_indices
 from .ir import Node, Ref
 
 NAME = "masked_softmax"
@@ -29,10 +27,7 @@ NAME = "masked_softmax"
 @fusion(NAME, "add of a mask, softmax, and where(isnan(p), c, p) after it (an attention's) -> fused_softmax")
 def masked_softmax(nodes, context: _Context):
     producer = {name: i for i, node in enumerate(nodes) for name in node.outputs}
-    readers = defaultdict(list)
-    for i, node in enumerate(nodes):
-        for name in set(node.inputs):
-            readers[name].append(i)
+    readers = reader_indices(nodes)
     replaced: dict = {}   # index of the node the fused one takes the place of -> the fused node
     dropped: set = set()
     for i, node in enumerate(nodes):

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections import Counter
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -105,6 +105,15 @@ class _Context:
 
     def only_reader(self, name: str) -> bool:
         return self.readers[name] == 1 and name not in self.outputs
+
+
+def reader_indices(nodes) -> dict:
+    """``{value name: indices of the nodes reading it}`` (a node reading a value twice listed once)."""
+    readers = defaultdict(list)
+    for i, node in enumerate(nodes):
+        for name in set(node.inputs):
+            readers[name].append(i)
+    return readers
 
 
 def fuse(graph, disable=None):

@@ -91,6 +91,5 @@ def fused_softmax(p, x, mask, axis, nan_fill):
     scratch = np.empty((chunks, n), x.dtype)
     fill = x.dtype.type(0 if nan_fill is None else nan_fill)
     launch(_masked_rows, out.nbytes, read_only(src), read_only(dense), read_only(index), out.reshape(rows, n),
-           scratch, fill, mask is not None,
-           nan_fill is not None)
+           scratch, fill, mask is not None, nan_fill is not None)
     return out

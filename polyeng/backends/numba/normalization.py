@@ -49,6 +49,5 @@ def layer_norm(p, x, normalized_shape, weight, bias, eps):
     out = np.empty(x.shape, x.dtype)
     src = kernel_view(np.ascontiguousarray(x)).reshape(-1, features)
     launch(_layer_norm, out.nbytes, read_only(src), read_only(w), read_only(b), compute.type(eps),
-           compute.type(features),
-           kernel_view(out).reshape(-1, features))
+           compute.type(features), kernel_view(out).reshape(-1, features))
     return out

@@ -161,8 +161,7 @@ def lane_constants(steps, batch: int, size: int, constants):
     cut, other = {}, set()
     for s in steps:
         data = set(_data_reads(s))
-        for value in s.reads.values():
-            other.update(n for n in (value if isinstance(value, list) else [value]) if n in constants and n not in data)
+        other.update(n for n in _reads(s) if n in constants and n not in data)
         for name in data:
             c = constants.get(name)
             if isinstance(c, np.ndarray) and s.shape and c.ndim == len(s.shape) and c.shape[0] != 1 \
@@ -175,11 +174,16 @@ def lane_constants(steps, batch: int, size: int, constants):
 DATA = frozenset({"x", "a", "b", "tensors", "mask", "residual"})
 
 
+def _reads(s, args=None):
+    """The values ``s`` reads (as the arguments ``args`` only, where given)."""
+    for arg, value in s.reads.items():
+        if args is None or arg in args:
+            yield from (value if isinstance(value, list) else [value])
+
+
 def _data_reads(s):
     """The values ``s`` reads as data."""
-    for arg, value in s.reads.items():
-        if arg in DATA:
-            yield from (value if isinstance(value, list) else [value])
+    return _reads(s, DATA)
 
 
 def _batch_like(s, c) -> bool:
