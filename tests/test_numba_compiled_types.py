@@ -61,3 +61,29 @@ def test_read_only_and_writable_inputs_run_one_compiled_kernel(case):
                                          **kwargs)
     assert set(kernel.signatures) == compiled, f"{case}: a read-only call compiled {kernel.py_func.__name__} again"
     np.testing.assert_array_equal(np.asarray(read_only, np.float32), np.asarray(writable, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, dt.bfloat16], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape,axis", [((5, 300), -1), ((3, 5000), -1), ((6, 7, 9), 1)],
+                         ids=["short rows", "long rows", "lanes"])
+def test_sum_runs_means_compile_and_keeps_every_value(dtype, shape, axis):
+    """A float sum divides by 1 in mean's kernel: one compile per dtype for both ops, and the
+    sums keep what dividing by 1 cannot change (inf, NaN)."""
+    from polyeng.backends.numba import reduction
+    x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    # the second and third sums: with an inf, with a NaN
+    if axis == -1:
+        x[1, 3], x[2, 4] = np.inf, np.nan
+    else:   # lanes: x[0, :, k] is summed into out[0, k]
+        x[0, 3, 1], x[0, 4, 2] = np.inf, np.nan
+    with polyeng.compute_eng("numba", fallback=False):
+        polyeng.mean(x, axis=axis)
+        kernels = (reduction._sum_short_rows, reduction._sum_rows, reduction._sum_lanes)
+        before = [set(k.signatures) for k in kernels]
+        got = np.asarray(polyeng.sum(x, axis=axis)).astype(np.float64).reshape(-1)
+        assert [set(k.signatures) for k in kernels] == before, "sum compiled a kernel mean had not"
+    with polyeng.compute_eng("basic"):
+        want = np.asarray(polyeng.sum(x, axis=axis)).astype(np.float64).reshape(-1)
+    assert got[1] == np.inf and np.isnan(got[2]), got[:3]
+    np.testing.assert_allclose(got, want, rtol=1e-2 if x.itemsize == 2 else 1e-5)
+

@@ -5,7 +5,7 @@ The input is seen as (outer, n, inner), the reduction over n: a C-contiguous inp
 reduced axes are adjacent (size-1 axes aside) is used in place; any other input is copied
 once with its reduced axes moved last (inner = 1). 16-bit and f32 storage accumulate in f32,
 f64 in f64, integers in int64 (``sum``); one set of kernels sums, and divides by the count for
-``mean`` (``_finish``).
+``mean`` (``_finish``): by 1 for a float ``sum``, which is exact, so both ops run one compile.
 
 Pairwise summation: values are summed in short blocks, and block sums are combined as in a
 binary counter (block sums of equal weight are added together, as numpy's pairwise sum does
@@ -236,7 +236,9 @@ def mean(p, x, axis, keepdims):
 def sum(p, x, axis, keepdims):   # noqa: A001 - kernels are named after their op
     if p.count == 0:
         return np.zeros(p.shape, p.dtype)
-    return _sum(p, x, axis, None)
+    # a float sum is divided by 1 (exact: every value, NaN, inf and -0.0 as it was), so that it runs
+    # mean's compile of the kernel: one compile per dtype for both ops, not two
+    return _sum(p, x, axis, None if p.dtype.kind in "iub" else compute_dtype(x.dtype).type(1))
 
 
 # -- amax and amin ------------------------------------------------------------------------------
