@@ -87,3 +87,19 @@ def test_sum_runs_means_compile_and_keeps_every_value(dtype, shape, axis):
     assert got[1] == np.inf and np.isnan(got[2]), got[:3]
     np.testing.assert_allclose(got, want, rtol=1e-2 if x.itemsize == 2 else 1e-5)
 
+
+def test_sixteen_bit_pow_runs_the_f32_kernel():
+    """pow's compile (a vectorized pow and libm's) is the costliest of the elementwise kernels:
+    16-bit storage runs the f32 one between two casts, which round as its own store would."""
+    from polyeng.backends.numba import arithmetic
+    rng = np.random.default_rng(4)
+    x, e = rng.random(300).astype(np.float32) * 3, rng.standard_normal(300).astype(np.float32)
+    with polyeng.compute_eng("numba", fallback=False):
+        polyeng.pow(x, e)
+        compiled = set(arithmetic._pow.signatures)
+        for dtype in (np.float16, dt.bfloat16):
+            got = np.asarray(polyeng.pow(x.astype(dtype), e.astype(dtype)))
+            assert got.dtype == dtype and set(arithmetic._pow.signatures) == compiled, dtype
+            with polyeng.compute_eng("basic"):
+                want = np.asarray(polyeng.pow(x.astype(dtype), e.astype(dtype)))
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=2 ** -7)

@@ -8,7 +8,8 @@ innermost merged axis. Along a row each operand steps by 1 (read as a slice: the
 vectorizes) or by 0 (one value for the whole row); an operand with any other inner step is
 copied contiguous first. 16-bit floats are read as stored, computed in f32 and rounded once
 (f32 has more than twice their precision plus two bits, so + - * / round as correctly as
-numpy's own float16 loops); integers wrap around as in numpy. pow on f32 (and 16-bit) values
+numpy's own float16 loops); integers wrap around as in numpy. pow on 16-bit values runs the f32
+kernel between two casts (the same roundings, one compile). pow on f32 values
 takes ``_mathfn.pow_fast`` (vectorized, correctly rounded but for near-ties) where the base is
 finite and positive and the exponent finite, and libm's powf for the rest (zeros, negative
 bases, inf, NaN) in a second pass over rows that hold any; f64 pow is libm's.
@@ -192,11 +193,13 @@ def _layout(operands, shape):
 _contiguous_layouts: dict = {}
 
 
-def _run(kernel, p, first, second):
-    out = np.empty(p.shape, p.dtype)
+def _run(kernel, p, first, second, dtype=None):
+    """``first op second`` by ``kernel`` in the result's dtype, or (given) in ``dtype``."""
+    dtype = p.dtype if dtype is None else dtype
+    out = np.empty(p.shape, dtype)
     if out.size == 0:
         return out
-    a, b = kernel_view(_in_dtype(first, p.dtype)), kernel_view(_in_dtype(second, p.dtype))
+    a, b = kernel_view(_in_dtype(first, dtype)), kernel_view(_in_dtype(second, dtype))
     if a.flags.c_contiguous and b.flags.c_contiguous:
         key = (p.shape, a.shape, b.shape)
         layout = _contiguous_layouts.get(key)
@@ -229,4 +232,10 @@ def div(p, a, b):
 
 
 def pow(p, x, exponent):   # noqa: A001 (the op's name)
+    if p.dtype in dt.SIXTEEN_BIT_FLOATS:
+        # The kernel computes 16-bit powers in f32 and rounds them once; so do the f32 kernel and
+        # the cast kernel (widening is exact, the cast rounds as the kernel's store does): pow's
+        # compile, the costliest of these kernels, is made for f32 alone and not per storage type.
+        wide = [converted(_in_dtype(v, p.dtype), dt.float32) for v in (x, exponent)]
+        return converted(_run(_pow, p, *wide, dtype=dt.float32), p.dtype)
     return _run(_pow, p, x, exponent)
