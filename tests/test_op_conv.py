@@ -334,6 +334,9 @@ def test_numba_winograd_chunks_match_basic(monkeypatch, x_shape, w_shape, kwargs
     want = run("conv2d", "basic", x, w, b, **kwargs)
     got = run("conv2d", "numba", x, w, b, **kwargs)
     assert calls and got.dtype == dtype
+    # the chunks call the transforms with the types the host does: no compile of their own
+    from polyeng.backends.numba import _conv_winograd as transforms
+    assert not any("Literal" in str(sig) for k in (transforms._input, transforms._output) for sig in k.signatures)
     np.testing.assert_allclose(got, want, rtol=0, atol=(1e-5 if dtype == np.float32 else 1e-12) * max(
         1.0, float(np.abs(want).max())))
 

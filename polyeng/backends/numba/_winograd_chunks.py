@@ -43,12 +43,14 @@ def _chunks(x, u, out, bias, has_bias, top, left, rows, tw, pair, v, m, address,
         th = min(rows, tile_rows - r0)
         width = th * per_row
         image, target = x[n:n + 1], out[n:n + 1]
-        _input(image, v, top, left, r0, th, tw, pair, 0, channels)
+        # np.int64(0), not a literal 0: the transforms' compile for the int64 the host passes them
+        # (a literal argument is a type of its own, and another compile of each)
+        _input(image, v, top, left, r0, th, tw, pair, np.int64(0), channels)
         for k in range(16):
             for group in range(groups):
                 gemm(address, wide, group_out, width, group_in, u[k, group], group_in,
                      v[k, group * group_in:], v.shape[2], 0.0, m[k, group * group_out:], m.shape[2])
-        _output(m, target, bias, has_bias, r0, th, tw, pair, 0, outs)
+        _output(m, target, bias, has_bias, r0, th, tw, pair, np.int64(0), outs)
 
 
 @jit(parallel=True)
