@@ -166,6 +166,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
+# Modules whose tests each spend a minute or so in child processes (the wheel's build and its
+# demo, which compiles NUMBA's kernels in the wheel's own folder; probes and sweeps in fresh
+# processes) are collected first. Last in file order, they kept one xdist worker busy after the
+# other had nothing left to take: work stealing cannot split a running test.
+RUN_FIRST = ("test_wheel.py", "test_contention.py", "test_hostile_inputs.py")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    items.sort(key=lambda item: item.path.name not in RUN_FIRST)   # stable: file order within each part
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     xfail = getattr(report, "wasxfail", "")
     for engine in SUBSET_ENGINES:
