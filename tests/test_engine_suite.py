@@ -13,6 +13,11 @@ EXEC_LINE = re.compile(r"polyeng,exec,(\w+),(\w+),(\w+),")
 SECTION = re.compile(r"^_{3,} (\S.*?) _{3,}$", re.M)
 
 
+# these test files do not use hypothesis, whose pytest plugin imports it whole: 1.7 of the 3 s
+# that starting such a run took
+NO_HYPOTHESIS = ("-p", "no:hypothesispytest")
+
+
 def pytest_run(*args, allow_skips=None):
     env = dict(os.environ, POLYENG_VERBOSE="1")   # one exec line per op call, naming the engine
     for name in ("POLYENG_REQUIRE_ENGINES", "POLYENG_TEST_PLUGINS", "PYTEST_ADDOPTS", "POLYENG_ALLOW_SKIPS"):
@@ -20,7 +25,7 @@ def pytest_run(*args, allow_skips=None):
     if allow_skips is not None:
         env["POLYENG_ALLOW_SKIPS"] = allow_skips
     command = [sys.executable, "-m", "pytest", *args, "--polyeng-plugin", PLUGIN,
-               "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+               "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *NO_HYPOTHESIS]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     return done.returncode, done.stdout + done.stderr
 
